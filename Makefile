@@ -1,0 +1,43 @@
+# make test: every guard and every module's tests (with -race), as CI runs them.
+# make bench: the benchmarks whose figures BENCHMARKS.md reports.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+MODULES := $(shell find . -name go.mod -not -path './out/*' -printf '%h\n' | sort)
+GOTEST_FLAGS ?= -race -shuffle=on -count=1 -timeout=8m
+
+# Services the integration tests use; CI sets none of these, so these defaults apply.
+export BUDGET_TEST_POSTGRES ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
+export BUDGET_TEST_AMQP ?= amqp://guest:guest@127.0.0.1:5672/
+
+.PHONY: test guards fmt-check vet root-stdlib unit unit-nowork bench services
+
+test: guards unit unit-nowork
+
+guards: fmt-check vet root-stdlib
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi; \
+	echo "guard: gofmt clean"
+
+vet:
+	@for m in $(MODULES); do (cd $$m && go vet ./...) || exit 1; done; echo "guard: go vet clean"
+
+# The root module is a promise: no requirements, and nothing outside the standard library.
+root-stdlib:
+	@if grep -Eq '^[[:space:]]*require' go.mod; then echo "root go.mod must have no require lines"; exit 1; fi
+	@bad=$$(GOWORK=off go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./... | grep -v '^github.com/timebudget/budget' || true); \
+	if [ -n "$$bad" ]; then echo "root module imports non-stdlib packages:"; echo "$$bad"; exit 1; fi; \
+	echo "guard: root module is stdlib-only"
+
+unit:
+	@for m in $(MODULES); do echo "== go test $$m"; (cd $$m && go test $(GOTEST_FLAGS) ./...) || exit 1; done
+
+# Each module must also build and pass on its own, as a user who does not use the
+# workspace sees it (nested modules reach the root through their replace directive).
+unit-nowork:
+	@for m in $(MODULES); do echo "== GOWORK=off go test $$m"; (cd $$m && GOWORK=off go test -count=1 -short -timeout=8m ./...) || exit 1; done
+
+bench:
+	@for m in $(MODULES); do (cd $$m && go test -run='^$$' -bench=. -benchmem ./...) || exit 1; done

@@ -1,0 +1,3 @@
+module github.com/timebudget/budget
+
+go 1.26
