@@ -1,0 +1,178 @@
+package budget
+
+import (
+	"context"
+	"time"
+)
+
+// DefaultLedgerCapacity is how many events a request's [Ledger] keeps when
+// [Config.LedgerCapacity] is zero. Events past the capacity are counted, not
+// stored, so a ledger never grows without bound.
+const DefaultLedgerCapacity = 64
+
+// Config sets what a budget started with [Config.Start] carries besides its
+// deadline. The zero value is ready to use: no observer and a ledger of
+// [DefaultLedgerCapacity] events.
+type Config struct {
+	// Stage names the boundary that starts the budget, as it appears in the
+	// ledger and in errors. Empty means "request".
+	Stage string
+	// Observer, when not nil, receives every event of this budget (arrival,
+	// admission, attempts, refusals, expiry). When nil, an enclosing budget's
+	// observer is kept; with none at all the cost is one nil check per event.
+	Observer Observer
+	// LedgerCapacity bounds the events the ledger stores; zero means
+	// [DefaultLedgerCapacity]. A negative value disables the ledger.
+	LedgerCapacity int
+}
+
+// state is what a budget stores in its context. It is immutable once stored;
+// derivations copy it.
+type state struct {
+	stage    string
+	start    time.Time     // when this budget started (monotonic clock)
+	total    time.Duration // the budget granted, after clamping to the parent
+	reserve  time.Duration // time held back for the caller's own work
+	ledger   *Ledger
+	observer Observer
+}
+
+type stateKey struct{}
+
+func stateOf(ctx context.Context) *state {
+	st, _ := ctx.Value(stateKey{}).(*state)
+	return st
+}
+
+// Start begins a budget of d at a boundary whose latency is promised, using the
+// zero [Config]. See [Config.Start].
+//
+// Canceling the returned context releases resources associated with it, so code
+// should call cancel as soon as the operations running in it complete.
+func Start(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return Config{}.Start(parent, d)
+}
+
+// Start begins a budget of d measured from now. The deadline is clamped to any
+// deadline parent already has: a budget is never extended. The returned
+// context's Deadline method reports the budget's deadline, so code that knows
+// nothing of this package (net/http, gRPC, database drivers) enforces it, and
+// once it passes context.Cause reports [ErrBudgetExpired].
+//
+// A budget of zero or less is already spent: the context is done at once.
+// When parent already carries a budget, the new one shares its ledger (one
+// ledger per request) and records its start as an arrival event.
+//
+// Canceling the returned context releases resources associated with it, so code
+// should call cancel as soon as the operations running in it complete.
+func (c Config) Start(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	now := time.Now()
+	if d < 0 {
+		d = 0
+	}
+	deadline := now.Add(d)
+	if pd, ok := parent.Deadline(); ok && pd.Before(deadline) {
+		deadline = pd
+	}
+	st := &state{stage: c.Stage, start: now, total: deadline.Sub(now), observer: c.Observer}
+	if st.stage == "" {
+		st.stage = "request"
+	}
+	if st.total < 0 {
+		st.total = 0
+	}
+	if outer := stateOf(parent); outer != nil {
+		st.ledger = outer.ledger
+		st.reserve = outer.reserve
+		if st.observer == nil {
+			st.observer = outer.observer
+		}
+	}
+	if st.ledger == nil && c.LedgerCapacity >= 0 {
+		st.ledger = newLedger(now, st.total, c.LedgerCapacity)
+	}
+	ctx := context.WithValue(parent, stateKey{}, st)
+	ctx, cancel := context.WithDeadlineCause(ctx, deadline, ErrBudgetExpired)
+	emit(ctx, st, nil, Event{Kind: EventArrival, Stage: st.stage, At: now, Remaining: st.total})
+	return ctx, cancel
+}
+
+// Remaining returns the time left before ctx's deadline, measured on the
+// monotonic clock, and whether ctx has a deadline at all. It is negative once
+// the deadline has passed. It costs one clock read and no allocation.
+func Remaining(ctx context.Context) (time.Duration, bool) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return 0, false
+	}
+	return time.Until(d), true
+}
+
+// Available returns the time left before ctx's deadline less the reserve held
+// back with [WithReserve]: what the next piece of work may spend. The boolean
+// is false when ctx has no deadline.
+func Available(ctx context.Context) (time.Duration, bool) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return 0, false
+	}
+	left := time.Until(d)
+	if st := stateOf(ctx); st != nil {
+		left -= st.reserve
+	}
+	return left, true
+}
+
+// Reserve returns the total time held back by [WithReserve] on ctx.
+func Reserve(ctx context.Context) time.Duration {
+	if st := stateOf(ctx); st != nil {
+		return st.reserve
+	}
+	return 0
+}
+
+// WithReserve returns a context that holds back d more of the budget for the
+// caller's own work: writing the response, or the final cheap fallback of a
+// ladder. Attempts derived from it ([Attempt], [Op.Do]) end d before the
+// deadline. Reserves accumulate; a reserve of zero or less returns parent
+// unchanged. The deadline itself is not moved, so the caller keeps its full
+// budget for what it reserved the time for.
+func WithReserve(parent context.Context, d time.Duration) context.Context {
+	if d <= 0 {
+		return parent
+	}
+	st := stateOf(parent)
+	next := &state{stage: "request", reserve: d}
+	if st != nil {
+		cp := *st
+		cp.reserve += d
+		next = &cp
+	}
+	return context.WithValue(parent, stateKey{}, next)
+}
+
+// AfterWait starts a fresh machine budget of d for the work that follows a wait
+// for a person (an approval, a reply) that began at waitStart. Waiting for a
+// human runs on a different clock: counting it against the machine budget would
+// expire every request that waits. The returned context keeps parent's values
+// and ledger (the wait is recorded as an [EventWait]) but not its deadline or
+// cancellation; its own deadline is now + d.
+//
+// Canceling the returned context releases resources associated with it, so code
+// should call cancel as soon as the operations running in it complete.
+func AfterWait(parent context.Context, waitStart time.Time, d time.Duration) (context.Context, context.CancelFunc) {
+	now := time.Now()
+	if st := stateOf(parent); st != nil {
+		emit(parent, st, nil, Event{Kind: EventWait, Stage: "person", At: waitStart, Duration: now.Sub(waitStart)})
+	}
+	return Start(context.WithoutCancel(parent), d)
+}
+
+// LedgerFrom returns the ledger of the budget carried by ctx, or nil when ctx
+// carries none. A nil *Ledger is safe to use: it records nothing.
+func LedgerFrom(ctx context.Context) *Ledger {
+	if st := stateOf(ctx); st != nil {
+		return st.ledger
+	}
+	return nil
+}

@@ -1,0 +1,37 @@
+// Package budget gives a request one deadline, spends it down across every hop,
+// and refuses to start work that cannot finish, so a slow failure costs one
+// budget rather than several.
+//
+// A budget lives in a [context.Context]. [Start] fixes the deadline at the
+// boundary whose latency is promised; it is clamped to any deadline the parent
+// already has and is never extended. Everything below reads the time left with
+// [Remaining], holds some back for its own work with [WithReserve], and derives
+// per-attempt contexts with [Attempt], whose deadline is the smaller of a local
+// cap and what is left after the reserve. Because child budgets are ordinary
+// context deadlines, code that only calls ctx.Deadline (net/http, gRPC, pgx)
+// sees and enforces them without knowing about this package.
+//
+// An [Op] is one named dependency call. It measures the latency of that call
+// with a lock-free, time-decayed [Estimator] and, before each attempt, asks
+// whether the attempt can finish in the time available. When it cannot, the
+// call is refused before it starts with an error matching [ErrInsufficient],
+// so the caller can answer from a cheaper fallback while there is still time.
+//
+// Two kinds of failure are kept apart on purpose:
+//
+//   - An actual expiry (the deadline passed while work ran) matches
+//     [context.DeadlineExceeded] with errors.Is.
+//   - A predicted shortfall (the work was refused before it started) matches
+//     [ErrInsufficient] and does not match [context.DeadlineExceeded].
+//
+// Both are reported as [*Error], which names the stage and carries the numbers
+// (remaining, needed, budget) as fields for logs rather than in the message.
+//
+// Each budget carries a bounded [Ledger] that records where the time went:
+// arrival, admission, attempts, backoff, queue waits, fallbacks and detached
+// work, with the remaining time at each step. It renders as text, as JSON and
+// as a Server-Timing header value. An [Observer] receives the same events for
+// metrics and logs; [SlogObserver] writes them to a [log/slog.Logger].
+//
+// This package depends only on the standard library.
+package budget

@@ -1,0 +1,150 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrInsufficient is matched (with errors.Is) by every error that reports work
+// refused before it started because the time left could not cover it. It does
+// not match [context.DeadlineExceeded]: nothing expired, a shortfall was
+// predicted, and the caller may still have time for a cheaper alternative.
+var ErrInsufficient = errors.New("budget: too little time left")
+
+// Kind says why an [Error] was returned.
+type Kind uint8
+
+const (
+	// Insufficient means the work was not started: the time available could
+	// not cover it. Errors of this kind match [ErrInsufficient].
+	Insufficient Kind = iota + 1
+	// Expired means the deadline passed while the work ran or waited. Errors
+	// of this kind match [context.DeadlineExceeded].
+	Expired
+	// Shed means the work was refused on arrival by an inbound policy
+	// because less than the useful minimum was left. It matches
+	// [ErrInsufficient].
+	Shed
+	// RetrySuppressed means a retry was not attempted because the retry
+	// budget shared by the client was spent. It matches [ErrInsufficient]
+	// when the retry was refused for lack of time, and wraps the last
+	// attempt's error in either case.
+	RetrySuppressed
+)
+
+// String returns the lower-case name used in logs and metrics labels:
+// "insufficient", "expired", "shed" or "retry_suppressed".
+func (k Kind) String() string {
+	switch k {
+	case Insufficient:
+		return "insufficient"
+	case Expired:
+		return "expired"
+	case Shed:
+		return "shed"
+	case RetrySuppressed:
+		return "retry_suppressed"
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Error reports a budget refusal or expiry. Its message states the fact and
+// the stage for a reader ("budget: geometry not started: too little time
+// left"); the numbers are fields, for logs and metrics.
+//
+// Use errors.Is(err, [ErrInsufficient]) or errors.Is(err,
+// [context.DeadlineExceeded]) to branch, and errors.As to reach the fields.
+// When the error ends a retry loop, Err holds the last real error of the
+// attempts, and errors.Is and errors.As reach it too.
+type Error struct {
+	// Stage names the operation or step that was refused or ran out of time,
+	// such as an [Op] name or "request".
+	Stage string
+	// Kind says whether the work was refused before starting or expired.
+	Kind Kind
+	// Remaining is the time that was left, after the reserve, when the
+	// decision was made. It is negative or zero for an expiry.
+	Remaining time.Duration
+	// Needed is what the work was estimated to need (zero when unknown).
+	Needed time.Duration
+	// Budget is the whole budget of the request (zero when unknown).
+	Budget time.Duration
+	// Err is the underlying error: the last attempt's error of a retry loop,
+	// or the error the work returned when it expired. It may be nil.
+	Err error
+}
+
+// Error returns a short sentence naming the stage and the fact.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("budget: ")
+	stage := e.Stage
+	if stage == "" {
+		stage = "work"
+	}
+	b.WriteString(stage)
+	switch e.Kind {
+	case Insufficient:
+		b.WriteString(" not started: too little time left")
+	case Shed:
+		b.WriteString(" refused on arrival: too little time left")
+	case RetrySuppressed:
+		b.WriteString(" not retried: retry budget spent")
+	default:
+		b.WriteString(" did not complete in the time available")
+	}
+	if e.Err != nil && !isBareContextErr(e.Err) {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+func isBareContextErr(err error) bool {
+	return err == context.DeadlineExceeded || err == context.Canceled
+}
+
+// Is reports whether target is [ErrInsufficient] (for refusals) or
+// [context.DeadlineExceeded] (for expiries).
+func (e *Error) Is(target error) bool {
+	switch target {
+	case ErrInsufficient:
+		return e.Kind == Insufficient || e.Kind == Shed
+	case context.DeadlineExceeded:
+		return e.Kind == Expired
+	}
+	return false
+}
+
+// Unwrap returns the underlying error, so errors.Is and errors.As reach the
+// last real error of a retry loop.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Timeout reports whether the error is an expiry, for code that checks the
+// net.Error-style Timeout method.
+func (e *Error) Timeout() bool { return e.Kind == Expired }
+
+// Cause values are what context.Cause returns for a context derived by this
+// package once its deadline has passed. They tell apart "the request budget ran
+// out" from "this attempt's local cap fired". Both match
+// [context.DeadlineExceeded].
+var (
+	// ErrBudgetExpired is the cause when the request's budget (less any
+	// reserve) ran out.
+	ErrBudgetExpired error = causeError("budget: request budget ran out")
+	// ErrAttemptCap is the cause when an attempt's local cap fired before the
+	// request's budget ran out.
+	ErrAttemptCap error = causeError("budget: attempt cap reached")
+)
+
+type causeError string
+
+func (c causeError) Error() string { return string(c) }
+
+func (c causeError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// Timeout reports true: a cause is always a timeout.
+func (c causeError) Timeout() bool { return true }

@@ -1,0 +1,67 @@
+package budget
+
+import (
+	"context"
+	"log/slog"
+)
+
+// Observer receives the events of a budget as they happen: arrival, admission
+// and refusal, the end of each attempt, suppressed retries, queue drops and
+// expiry. Implementations must be safe for concurrent use and should return
+// quickly; they run on the request's goroutine. The otelbudget module provides
+// one that feeds OpenTelemetry metrics and spans.
+type Observer interface {
+	Observe(ctx context.Context, ev Event)
+}
+
+// ObserverFunc adapts a function to the [Observer] interface.
+type ObserverFunc func(ctx context.Context, ev Event)
+
+// Observe calls f(ctx, ev).
+func (f ObserverFunc) Observe(ctx context.Context, ev Event) { f(ctx, ev) }
+
+// SlogObserver returns an [Observer] that logs each event to l: refusals,
+// expiries, drops and suppressed retries at level Warn, everything else at
+// Debug. A nil l uses slog.Default(). Attribute keys: kind, stage, offset,
+// duration, remaining, needed, outcome, attempt, err.
+func SlogObserver(l *slog.Logger) Observer {
+	if l == nil {
+		l = slog.Default()
+	}
+	return slogObserver{l}
+}
+
+type slogObserver struct{ l *slog.Logger }
+
+func (o slogObserver) Observe(ctx context.Context, ev Event) {
+	level := slog.LevelDebug
+	switch ev.Kind {
+	case EventRefuse, EventExpiry, EventDrop, EventRetrySuppressed, EventShed:
+		level = slog.LevelWarn
+	}
+	if !o.l.Enabled(ctx, level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 9)
+	attrs = append(attrs,
+		slog.String("kind", ev.Kind.String()),
+		slog.String("stage", ev.Stage),
+		slog.Duration("offset", ev.Offset),
+		slog.Duration("remaining", ev.Remaining))
+	if ev.Duration != 0 {
+		attrs = append(attrs, slog.Duration("duration", ev.Duration))
+	}
+	if ev.Needed != 0 {
+		attrs = append(attrs, slog.Duration("needed", ev.Needed))
+	}
+	if ev.Outcome != "" {
+		attrs = append(attrs, slog.String("outcome", ev.Outcome))
+	}
+	if ev.Attempt != 0 {
+		attrs = append(attrs, slog.Int("attempt", ev.Attempt))
+	}
+	if ev.Err != nil {
+		attrs = append(attrs, slog.String("err", ev.Err.Error()))
+	}
+	o.l.LogAttrs(ctx, level, "budget "+ev.Kind.String(), attrs...)
+}

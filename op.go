@@ -1,0 +1,330 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultThreshold is the probability of finishing in time that an [Op] with a
+// zero Threshold requires before it starts an attempt.
+//
+// One half means "more likely to finish than not". An attempt less likely than
+// that to finish spends, in expectation, more of the budget on a timeout than
+// on an answer, and that time is what a cheaper fallback needs. Ops with no
+// fallback behind them should set a lower threshold (or use the Safety rule):
+// there, a small chance is better than a certain refusal.
+const DefaultThreshold = 0.5
+
+// DefaultMinSamples is how many samples an [Op] with a zero MinSamples needs
+// before it trusts its measurements over its Prior.
+const DefaultMinSamples = 20
+
+// DefaultProbeEvery is the interval between probe attempts of an [Op] with a
+// zero ProbeEvery while its estimate refuses every call.
+const DefaultProbeEvery = 500 * time.Millisecond
+
+// probeWinsToReset is how many probes in a row must succeed inside the time
+// the estimate called insufficient before the estimate is discarded.
+const probeWinsToReset = 3
+
+// noDeadline stands for the time available when a context has no deadline.
+const noDeadline = time.Duration(math.MaxInt64)
+
+// Op is one named dependency call, such as "geometry" or "pricing". It
+// measures the call's latency and admits an attempt only when the attempt can
+// finish in the time available. Create one per dependency and share it: the
+// measurements are what make its admission decisions good.
+//
+// The zero value (with a Name) is usable: it admits every attempt until it
+// has DefaultMinSamples measurements, then requires a DefaultThreshold chance
+// of finishing. An Op must not be copied after first use and is safe for
+// concurrent use.
+type Op struct {
+	// Name identifies the dependency in the ledger, errors and metrics.
+	Name string
+
+	// Cap is the local limit on one attempt, applied on top of the budget:
+	// an attempt's deadline is min(now+Cap, deadline-reserve). Zero means no
+	// local limit: the budget alone bounds the attempt.
+	Cap time.Duration
+
+	// MinUseful is the least time worth starting an attempt with; when the
+	// time available is at or below it the attempt is refused whatever the
+	// estimate says. Zero refuses only when nothing is left.
+	MinUseful time.Duration
+
+	// Threshold is the estimated probability of finishing in time required to
+	// admit an attempt, in (0, 1]. Zero means DefaultThreshold.
+	Threshold float64
+
+	// Safety, when positive, replaces the probability rule with the simpler
+	// rule "admit when available >= Safety × median latency". A Safety of 0.5
+	// declines only attempts that are very unlikely to finish.
+	Safety float64
+
+	// Prior is the typical latency assumed until MinSamples measurements
+	// exist: an attempt is admitted when the time available covers it (or
+	// Safety × Prior under the Safety rule). Zero admits every attempt until
+	// there are measurements.
+	Prior time.Duration
+
+	// MinSamples is how many samples the estimator needs before its estimate
+	// replaces Prior. Zero means DefaultMinSamples.
+	MinSamples int
+
+	// ProbeEvery bounds the trickle of probe attempts let through while the
+	// estimate refuses calls that would otherwise have enough time: at most
+	// one per ProbeEvery. When three probes in a row succeed inside the time
+	// the estimate called insufficient, the estimate is discarded, so a
+	// recovered dependency is used again within a few probes rather than
+	// after the old samples age out. Zero means DefaultProbeEvery; a negative
+	// value disables probes (the estimate then recovers only as its windows
+	// rotate).
+	ProbeEvery time.Duration
+
+	// Observer, when not nil, receives this op's events in addition to the
+	// budget's own observer.
+	Observer Observer
+
+	// Estimator holds the op's latency measurements. Its Window may be set
+	// before first use.
+	Estimator Estimator
+
+	lastProbe atomic.Int64 // unix ns of the last probe admitted
+	probeWins atomic.Int32 // consecutive probes that succeeded
+}
+
+// Decision is the outcome of an admission check.
+type Decision struct {
+	// Admit reports whether the attempt should start.
+	Admit bool
+	// Probe reports that the attempt was admitted as a probe although the
+	// estimate alone would have refused it.
+	Probe bool
+	// Available is the time the attempt could use: remaining less reserve.
+	Available time.Duration
+	// Needed is the time the estimate says the attempt needs to reach the
+	// threshold (or Safety × median); zero when nothing is known.
+	Needed time.Duration
+	// Probability is the estimated chance of finishing within Available.
+	Probability float64
+	// Measured reports whether the estimate came from measurements rather
+	// than the prior.
+	Measured bool
+}
+
+func (o *Op) minSamples() int {
+	if o.MinSamples > 0 {
+		return o.MinSamples
+	}
+	return DefaultMinSamples
+}
+
+func (o *Op) threshold() float64 {
+	if o.Threshold > 0 && o.Threshold <= 1 {
+		return o.Threshold
+	}
+	return DefaultThreshold
+}
+
+// Decide reports whether an attempt with available time left (remaining less
+// reserve) should start at now. It neither records anything nor takes a probe
+// slot, so tools and pages may call it freely. It allocates nothing.
+func (o *Op) Decide(now time.Time, available time.Duration) Decision {
+	dec := Decision{Available: available, Probability: 1, Admit: true}
+	if available <= 0 || available <= o.MinUseful {
+		dec.Admit, dec.Probability = false, 0
+		return dec
+	}
+	if available == noDeadline {
+		return dec
+	}
+	dist := o.Estimator.Distribution(now)
+	if dist.n < o.minSamples() {
+		if o.Prior <= 0 {
+			return dec
+		}
+		dec.Needed = o.Prior
+		if o.Safety > 0 {
+			dec.Needed = time.Duration(o.Safety * float64(o.Prior))
+		}
+		if available < dec.Needed {
+			dec.Admit, dec.Probability = false, 0
+		}
+		return dec
+	}
+	dec.Measured = true
+	dec.Probability = dist.CDF(available)
+	if o.Safety > 0 {
+		dec.Needed = time.Duration(o.Safety * float64(dist.p50))
+		dec.Admit = available >= dec.Needed
+		return dec
+	}
+	dec.Admit = dec.Probability >= o.threshold()
+	if !dec.Admit {
+		dec.Needed, _ = dist.Quantile(o.threshold())
+	}
+	return dec
+}
+
+// admit is Decide plus the probe trickle.
+func (o *Op) admit(now time.Time, available time.Duration) Decision {
+	dec := o.Decide(now, available)
+	if dec.Admit || available <= 0 || available <= o.MinUseful || o.ProbeEvery < 0 {
+		return dec
+	}
+	every := o.ProbeEvery
+	if every == 0 {
+		every = DefaultProbeEvery
+	}
+	last := o.lastProbe.Load()
+	if now.UnixNano()-last >= int64(every) && o.lastProbe.CompareAndSwap(last, now.UnixNano()) {
+		dec.Admit, dec.Probe = true, true
+	}
+	return dec
+}
+
+// SuggestedTimeout returns a per-call timeout derived from measurements: three
+// times the observed p99, the rule of thumb of "a small multiple of p99". With
+// too few samples it is three times Prior, or zero when there is no prior.
+func (o *Op) SuggestedTimeout() time.Duration {
+	dist := o.Estimator.Distribution(time.Now())
+	if dist.n < o.minSamples() {
+		return 3 * o.Prior
+	}
+	return 3 * dist.p99
+}
+
+// Do runs fn as one attempt of this op within ctx's budget. It first asks
+// whether the attempt can finish in the time available (remaining less
+// reserve); when it cannot, fn is not called and Do returns an [*Error] that
+// matches [ErrInsufficient]. Otherwise fn runs with a context whose deadline
+// is min(now+Cap, deadline-reserve), so the dependency receives the time
+// remaining, never a constant. The attempt's latency is recorded: completed
+// calls as samples, timed-out calls as censored samples; calls that failed
+// for other reasons are not latency samples and are not recorded.
+//
+// When the attempt runs out of time, Do returns an [*Error] that matches
+// [context.DeadlineExceeded] and wraps fn's error. Other errors from fn are
+// returned as they are. Every decision and attempt goes to the ledger and the
+// observers.
+func (o *Op) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	return o.attempt(ctx, 0, fn)
+}
+
+// Call is [Op.Do] for a function that returns a value.
+func Call[T any](ctx context.Context, o *Op, fn func(ctx context.Context) (T, error)) (T, error) {
+	var v T
+	err := o.attempt(ctx, 0, func(ctx context.Context) error {
+		var err error
+		v, err = fn(ctx)
+		return err
+	})
+	return v, err
+}
+
+// attempt runs one admitted attempt; n numbers it within a retry loop.
+func (o *Op) attempt(ctx context.Context, n int, fn func(ctx context.Context) error) error {
+	now := time.Now()
+	st := stateOf(ctx)
+	if err := ctx.Err(); err != nil {
+		return o.ended(ctx, st, now, 0, err)
+	}
+	remaining, available := noDeadline, noDeadline
+	if dl, ok := ctx.Deadline(); ok {
+		remaining = dl.Sub(now)
+		available = remaining
+		if st != nil {
+			available -= st.reserve
+		}
+	}
+	shownRemaining := remaining
+	if remaining == noDeadline {
+		shownRemaining = 0
+	}
+	dec := o.admit(now, available)
+	if !dec.Admit {
+		err := &Error{Stage: o.Name, Kind: Insufficient, Remaining: available, Needed: dec.Needed, Budget: st.budget()}
+		emit(ctx, st, o.Observer, Event{Kind: EventRefuse, Stage: o.Name, At: now, Remaining: shownRemaining,
+			Needed: dec.Needed, Outcome: "insufficient", Attempt: n, Err: err})
+		return err
+	}
+	admitOutcome := ""
+	if dec.Probe {
+		admitOutcome = "probe"
+	}
+	emit(ctx, st, o.Observer, Event{Kind: EventAdmit, Stage: o.Name, At: now, Remaining: shownRemaining,
+		Needed: dec.Needed, Outcome: admitOutcome, Attempt: n})
+
+	limit, cause := available, ErrBudgetExpired
+	if o.Cap > 0 && o.Cap < limit {
+		limit, cause = o.Cap, ErrAttemptCap
+	}
+	var actx context.Context
+	var cancel context.CancelFunc
+	if limit == noDeadline {
+		actx, cancel = context.WithCancel(ctx)
+	} else {
+		actx, cancel = context.WithDeadlineCause(ctx, now.Add(limit), cause)
+	}
+	err := fn(actx)
+	end := time.Now()
+	elapsed := end.Sub(now)
+	outcome := OutcomeOK
+	if err != nil {
+		outcome = OutcomeError
+		if actx.Err() != nil {
+			if errors.Is(context.Cause(actx), context.DeadlineExceeded) {
+				outcome = OutcomeTimeout
+			} else {
+				outcome = OutcomeCanceled
+			}
+		}
+	}
+	cancel()
+	switch outcome {
+	case OutcomeOK:
+		o.Estimator.RecordAt(end, elapsed)
+	case OutcomeTimeout:
+		o.Estimator.RecordCensoredAt(end, elapsed)
+	}
+	if dec.Probe {
+		if outcome == OutcomeOK {
+			if o.probeWins.Add(1) >= probeWinsToReset {
+				o.probeWins.Store(0)
+				o.Estimator.Reset()
+			}
+		} else {
+			o.probeWins.Store(0)
+		}
+	}
+	emit(ctx, st, o.Observer, Event{Kind: EventAttempt, Stage: o.Name, At: now, Duration: elapsed,
+		Remaining: shownRemaining, Outcome: outcome, Attempt: n, Err: err})
+	if outcome == OutcomeTimeout {
+		return &Error{Stage: o.Name, Kind: Expired, Remaining: available - elapsed, Budget: st.budget(), Err: err}
+	}
+	return err
+}
+
+// ended reports work that could not start because ctx was already done.
+func (o *Op) ended(ctx context.Context, st *state, now time.Time, n int, err error) error {
+	if !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		return err
+	}
+	e := &Error{Stage: o.Name, Kind: Expired, Budget: st.budget(), Err: err}
+	if dl, ok := ctx.Deadline(); ok {
+		e.Remaining = dl.Sub(now)
+	}
+	emit(ctx, st, o.Observer, Event{Kind: EventExpiry, Stage: o.Name, At: now, Remaining: e.Remaining, Attempt: n, Err: e})
+	return e
+}
+
+func (st *state) budget() time.Duration {
+	if st == nil {
+		return 0
+	}
+	return st.total
+}
