@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// demoMain runs "budget demo" and returns the exit code.
+func demoMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseDemoFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, demoUsage)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "budget demo: %v\nRun 'budget demo --help' for usage.\n", err)
+		return 2
+	}
+	rep, err := runDemo(ctx, cfg, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "budget demo: %v\n", err)
+		return 1
+	}
+	writeTable(stdout, rep)
+	paths, err := writeReports(cfg.out, rep)
+	if err != nil {
+		fmt.Fprintf(stderr, "budget demo: %v\n", err)
+		return 1
+	}
+	for _, p := range paths {
+		fmt.Fprintf(stdout, "wrote %s\n", p)
+	}
+	return 0
+}
+
+// runDemo runs every configured scenario and pattern, reporting progress to
+// progressW, and returns the measurements.
+func runDemo(ctx context.Context, cfg *demoConfig, progressW io.Writer) (*report, error) {
+	prog := newProgress(progressW)
+	start := time.Now()
+	var all []scenarioRuns
+	for _, sc := range scenarios {
+		if !cfg.has(sc.key) {
+			continue
+		}
+		sr := scenarioRuns{sc: sc}
+		for _, pat := range patterns {
+			r, err := runPattern(ctx, cfg, sc, pat, prog)
+			if err != nil {
+				return nil, fmt.Errorf("%s, %s: %w", sc.key, pat.name, err)
+			}
+			sr.runs = append(sr.runs, r)
+		}
+		all = append(all, sr)
+	}
+	var over []*overloadRun
+	if cfg.has("overload") {
+		for _, v := range overloadVariants {
+			r, err := runOverload(ctx, cfg.overload, v, prog)
+			if err != nil {
+				return nil, fmt.Errorf("overload, %s: %w", v.name, err)
+			}
+			over = append(over, r)
+		}
+	}
+	prog.finish()
+	return buildReport(cfg, all, over, time.Since(start)), nil
+}
+
+func buildReport(cfg *demoConfig, all []scenarioRuns, over []*overloadRun, wall time.Duration) *report {
+	rep := &report{
+		Version:     1,
+		GeneratedAt: time.Now().UTC().Format(time.RFC3339),
+		Config: reportConfig{
+			BudgetMs: ms(cfg.budget), Requests: cfg.requests, Concurrency: cfg.concurrency,
+			Fault: formatFaults(cfg.faults), Scenarios: cfg.scenarios,
+			SafetyLimitMs: ms(safetyLimit(cfg.budget)), WallSeconds: round3(wall.Seconds()),
+		},
+	}
+	for _, sr := range all {
+		s := scenarioReport{
+			Name: sr.sc.key, Title: sr.sc.title,
+			PerCallTimeoutMs: ms(sr.sc.perCall(cfg.budget)), PerCallRule: sr.sc.perCallRule,
+		}
+		for _, d := range sr.sc.deps {
+			s.Dependencies = append(s.Dependencies, depReport{
+				Name: d.name, Protocol: d.proto.String(), TypMs: ms(d.base), Cascade: d.cascade,
+				Fault: cfg.faults[d.name].String(),
+			})
+		}
+		for _, r := range sr.runs {
+			s.Patterns = append(s.Patterns, newPatternReport(cfg, r))
+		}
+		rep.Scenarios = append(rep.Scenarios, s)
+	}
+	if len(over) > 0 {
+		rep.Overload = newOverloadReport(cfg.overload, over)
+	}
+	rep.Ledgers = sampleLedgers(all)
+	rep.Notes = reportNotes(cfg, rep)
+	return rep
+}
+
+// reportNotes says what was scaled and how the figures were measured.
+func reportNotes(cfg *demoConfig, rep *report) []string {
+	notes := []string{
+		fmt.Sprintf("Times are scaled down so the run is short: the budget is %s where the seeds use 1–3 s, and the dependencies answer in 15–80 ms.", cfg.budget),
+		"Latency is the time to answer or fail as the user saw it. \"In budget\" counts answers that arrived within the budget; \"late\" ones arrived after the user had stopped waiting.",
+		fmt.Sprintf("No timeout: the demo's load generator cuts each request off at its safety limit of %s (%d× the budget); those requests are counted as cut off.", safetyLimit(cfg.budget), safetyFactor),
+		"Wasted work is measured by each dependency: how long its work went on after its caller had gone (canceled, connection closed, or deadline passed). resolve, retrieve, inventory and pricing run their work in the request's context and stop at once; geometry and payment hand it to an engine that does not see cancellation, only a deadline handed over at the start, so there the budget headers make the difference. Work still running when a run ended is counted up to that moment, so these figures understate the waste of hung work.",
+	}
+	if o := rep.Overload; o != nil {
+		notes = append(notes, fmt.Sprintf("Overload: times are %.1f× the seeds' (the dependency slows from %s to %s, the user's budget is %s, the caller's own timeout %s, the service's per-call timeout %s); %d workers and %.0f requests/s, %.0f%% of them calling the slow dependency. Goodput is measured over the %s the dependency is slow; \"without budgets\" is the best variant without one.",
+			o.Scale, msDur(o.DependencyFromMs), msDur(o.DependencyToMs), msDur(o.BudgetMs), msDur(o.UpstreamTimeoutMs), msDur(o.PerCallTimeoutMs),
+			o.Workers, o.RatePerSecond, 100*o.SlowShare, msDur(o.MeasuredForMs)))
+	}
+	return notes
+}
+
+func msDur(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+
+// writeReports writes report.json and report.html into dir and returns their
+// paths.
+func writeReports(dir string, rep *report) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	jsonPath := filepath.Join(dir, "report.json")
+	if err := os.WriteFile(jsonPath, append(js, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	html, err := renderHTML(rep)
+	if err != nil {
+		return nil, err
+	}
+	htmlPath := filepath.Join(dir, "report.html")
+	if err := os.WriteFile(htmlPath, html, 0o644); err != nil {
+		return nil, err
+	}
+	return []string{htmlPath, jsonPath}, nil
+}

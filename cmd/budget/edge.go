@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/timebudget/budget"
+)
+
+// edge is the service the user calls. It runs a scenario's stages under one
+// pattern and answers with the rung that answered, or with the stage that
+// failed and why.
+type edge struct {
+	pat     pattern
+	budget  time.Duration
+	perCall time.Duration
+	// reserve is held back for the cache rung in the admission pattern.
+	reserve time.Duration
+	stages  []edgeStage
+
+	mu       sync.Mutex
+	ledgers  map[int]*budget.Ledger
+	refusals map[string]int // stage → attempts refused before they started
+}
+
+type edgeStage struct {
+	name  string
+	rungs []edgeRung
+}
+
+// edgeRung is one rung of a stage: a hop to a dependency, or the local cache
+// when hop is nil. op measures the rung's latency and decides admission in
+// the admission pattern.
+type edgeRung struct {
+	name string
+	hop  hop
+	op   *budget.Op
+}
+
+func (r edgeRung) call(ctx context.Context) error {
+	if r.hop != nil {
+		return r.hop.call(ctx)
+	}
+	t := time.NewTimer(cacheLatency)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// edgeAnswer is the edge's response body.
+type edgeAnswer struct {
+	Rung   string `json:"rung,omitempty"`   // the rung of the last stage that answered
+	Stage  string `json:"stage,omitempty"`  // the stage that failed
+	Reason string `json:"reason,omitempty"` // refused, timeout, canceled or failed
+	Error  string `json:"error,omitempty"`
+}
+
+func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	idx, _ := strconv.Atoi(r.URL.Query().Get("i"))
+	ctx := r.Context()
+	if e.pat.budgetAware {
+		// The edge is where the latency is promised, so the budget starts
+		// here, whatever the caller sent.
+		var cancel context.CancelFunc
+		ctx, cancel = budget.Config{Stage: "edge"}.Start(ctx, e.budget)
+		defer cancel()
+		defer e.keepLedger(idx, budget.LedgerFrom(ctx))
+	}
+	var ans edgeAnswer
+	for _, st := range e.stages {
+		rung, err := e.runStage(ctx, st)
+		if err != nil {
+			ans = edgeAnswer{Stage: st.name, Reason: reasonOf(err), Error: err.Error()}
+			code := http.StatusGatewayTimeout
+			if ans.Reason == "failed" {
+				code = http.StatusBadGateway
+			} else {
+				w.Header().Set("Budget-Expired", st.name)
+			}
+			writeJSON(w, code, ans)
+			return
+		}
+		if len(st.rungs) > 1 {
+			ans.Rung = rung
+		}
+	}
+	writeJSON(w, http.StatusOK, ans)
+}
+
+// runStage runs a stage's rungs in order until one answers. It returns the
+// name of the rung that answered or the last rung's error.
+func (e *edge) runStage(ctx context.Context, st edgeStage) (string, error) {
+	var err error
+	for i, rg := range st.rungs {
+		last := i == len(st.rungs)-1
+		if err = e.runRung(ctx, rg, last); err == nil {
+			return rg.name, nil
+		}
+	}
+	return "", err
+}
+
+// runRung makes one attempt of a rung under the edge's pattern.
+func (e *edge) runRung(ctx context.Context, rg edgeRung, last bool) error {
+	switch {
+	case e.pat.perCall:
+		c, cancel := context.WithTimeout(ctx, e.perCall)
+		defer cancel()
+		return rg.call(c)
+	case e.pat.admission:
+		// Everything but the cache rung leaves the reserve untouched, so the
+		// cache can still answer when the expensive rungs run out of time.
+		if !last || rg.hop != nil {
+			ctx = budget.WithReserve(ctx, e.reserve)
+		}
+		return rg.op.Do(ctx, rg.call)
+	case e.pat.budgetAware:
+		// A shared deadline and nothing more: each attempt gets all that is
+		// left, and is refused only when nothing is.
+		c, cancel, err := budget.Attempt(ctx, rg.op.Name, 0, 0)
+		if err != nil {
+			return err
+		}
+		defer cancel()
+		start := time.Now()
+		left, _ := budget.Remaining(ctx)
+		err = rg.call(c)
+		budget.Note(ctx, budget.Event{Kind: budget.EventAttempt, Stage: rg.op.Name, At: start,
+			Duration: time.Since(start), Remaining: left, Outcome: outcomeOf(err), Err: err})
+		return err
+	default:
+		return rg.call(ctx)
+	}
+}
+
+func (e *edge) keepLedger(idx int, l *budget.Ledger) {
+	if l == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.ledgers[idx] = l
+	for _, ev := range l.Events() {
+		if ev.Kind == budget.EventRefuse {
+			e.refusals[ev.Stage]++
+		}
+	}
+}
+
+// reasonOf names why a stage failed, for the response and the table.
+func reasonOf(err error) string {
+	switch {
+	case errors.Is(err, budget.ErrInsufficient):
+		return "refused"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	return "failed"
+}
+
+func outcomeOf(err error) string {
+	switch {
+	case err == nil:
+		return budget.OutcomeOK
+	case errors.Is(err, context.DeadlineExceeded):
+		return budget.OutcomeTimeout
+	case errors.Is(err, context.Canceled):
+		return budget.OutcomeCanceled
+	}
+	return budget.OutcomeError
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

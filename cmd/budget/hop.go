@@ -1,0 +1,132 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// hop is one network call from the edge to a dependency. The edge's code is
+// the same whichever protocol carries the call; the pattern decides only
+// which context the call gets and whether the transport sends the budget.
+type hop interface {
+	// call makes one request and returns nil on an answer. An error says why
+	// there was none: ctx's error (possibly wrapped) when time ran out or the
+	// caller gave up, a refusal matching budget.ErrInsufficient, or a failure.
+	call(ctx context.Context) error
+}
+
+// httpHop calls a dependency over HTTP/1.1.
+type httpHop struct {
+	client *http.Client
+	url    string
+}
+
+func (h httpHop) call(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return unwrapURLError(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		return nil
+	}
+	err = &statusError{code: resp.StatusCode, stage: resp.Header.Get("Budget-Expired")}
+	// A dependency that stopped at the deadline it was handed answers just
+	// before the caller's own context ends; count both as running out of time.
+	if ctxErr := ctx.Err(); ctxErr != nil || resp.StatusCode == http.StatusGatewayTimeout {
+		return fmt.Errorf("%w (%v)", cmp.Or(ctxErr, context.DeadlineExceeded), err)
+	}
+	return err
+}
+
+// unwrapURLError keeps the cause of a failed HTTP call (a context error, a
+// budget refusal) visible to errors.Is without the URL noise.
+func unwrapURLError(err error) error {
+	if cause := errors.Unwrap(err); cause != nil {
+		return cause
+	}
+	return err
+}
+
+// statusError is a dependency's non-200 answer.
+type statusError struct {
+	code  int
+	stage string // from a Budget-Expired header, when the server refused for lack of time
+}
+
+func (e *statusError) Error() string {
+	if e.stage != "" {
+		return fmt.Sprintf("HTTP %d: budget expired at %s", e.code, e.stage)
+	}
+	return fmt.Sprintf("HTTP %d", e.code)
+}
+
+// grpcHop calls a dependency's Call method over gRPC. Every dependency served
+// over gRPC has the same single unary method, so no generated code is needed:
+// the messages are protobuf's well-known StringValue.
+type grpcHop struct {
+	conn *grpc.ClientConn
+}
+
+const grpcMethod = "/budgetdemo.Dependency/Call"
+
+func (h grpcHop) call(ctx context.Context) error {
+	out := new(wrapperspb.StringValue)
+	err := h.conn.Invoke(ctx, grpcMethod, wrapperspb.String("q"), out)
+	if err == nil {
+		return nil
+	}
+	// Give the caller the context's own error when the context ended, so
+	// timeouts are told apart from failures the same way for every hop.
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("%w (%v)", ctxErr, status.Code(err))
+	}
+	return err
+}
+
+// grpcServiceDesc registers a *dependency as the budgetdemo.Dependency service.
+var grpcServiceDesc = grpc.ServiceDesc{
+	ServiceName: "budgetdemo.Dependency",
+	HandlerType: (*any)(nil),
+	Methods:     []grpc.MethodDesc{{MethodName: "Call", Handler: grpcCallHandler}},
+	Metadata:    "budgetdemo",
+}
+
+func grpcCallHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+	in := new(wrapperspb.StringValue)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	d := srv.(*dependency)
+	handler := func(ctx context.Context, _ any) (any, error) {
+		if err := d.serve(ctx); err != nil {
+			return nil, grpcStatus(err)
+		}
+		return wrapperspb.String(d.name), nil
+	}
+	if interceptor == nil {
+		return handler(ctx, in)
+	}
+	return interceptor(ctx, in, &grpc.UnaryServerInfo{Server: srv, FullMethod: grpcMethod}, handler)
+}
+
+func grpcStatus(err error) error {
+	if errors.Is(err, errDependencyFailed) {
+		return status.Error(codes.Unavailable, err.Error())
+	}
+	return status.FromContextError(err).Err()
+}

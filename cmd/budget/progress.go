@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// progress writes one line about the run in progress to stderr. On a terminal
+// the line is rewritten in place; elsewhere (a log, a pipe, CI) a line is
+// written when each part of the run starts, so the output stays readable.
+type progress struct {
+	w     io.Writer
+	tty   bool
+	start time.Time
+
+	mu    sync.Mutex
+	what  string
+	done  int
+	total int
+	last  time.Time
+	width int
+}
+
+func newProgress(w io.Writer) *progress {
+	return &progress{w: w, tty: isTerminal(w), start: time.Now()}
+}
+
+// isTerminal reports whether w is a character device, such as a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// begin announces a part of the run of total steps.
+func (p *progress) begin(scenario, part string, total int) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.what = scenario + " · " + part
+	p.done, p.total = 0, total
+	if !p.tty {
+		fmt.Fprintf(p.w, "demo: %6.1fs  %s (%d requests)\n", time.Since(p.start).Seconds(), p.what, total)
+		return
+	}
+	p.drawLocked()
+}
+
+// step counts one step of the current part. It is safe to call from several
+// goroutines; a terminal is redrawn at most every 50 ms.
+func (p *progress) step() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done++
+	if p.tty && (time.Since(p.last) > 50*time.Millisecond || p.done == p.total) {
+		p.drawLocked()
+	}
+}
+
+func (p *progress) drawLocked() {
+	p.last = time.Now()
+	line := fmt.Sprintf("demo: %5.1fs  %s  %d/%d", time.Since(p.start).Seconds(), p.what, p.done, p.total)
+	pad := ""
+	if n := p.width - len([]rune(line)); n > 0 {
+		pad = strings.Repeat(" ", n)
+	}
+	p.width = len([]rune(line))
+	fmt.Fprint(p.w, "\r"+line+pad)
+}
+
+// finish ends the progress line.
+func (p *progress) finish() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty && p.width > 0 {
+		fmt.Fprint(p.w, "\r"+strings.Repeat(" ", p.width)+"\r")
+	}
+	fmt.Fprintf(p.w, "demo: done in %.1fs\n", time.Since(p.start).Seconds())
+}

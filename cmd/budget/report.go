@@ -1,0 +1,252 @@
+package main
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/timebudget/budget"
+)
+
+// report holds every figure the demo measured. report.json is this value;
+// the table and report.html are rendered from it, so the three always agree.
+type report struct {
+	Version     int              `json:"version"`
+	GeneratedAt string           `json:"generated_at"`
+	Config      reportConfig     `json:"config"`
+	Notes       []string         `json:"notes"`
+	Scenarios   []scenarioReport `json:"scenarios"`
+	Overload    *overloadReport  `json:"overload,omitempty"`
+	// Ledgers are spend ledgers of single requests of the admission pattern:
+	// the first one (before the Ops had measurements) and the last one.
+	Ledgers []ledgerReport `json:"ledgers,omitempty"`
+}
+
+type reportConfig struct {
+	BudgetMs      float64  `json:"budget_ms"`
+	Requests      int      `json:"requests"`
+	Concurrency   int      `json:"concurrency"`
+	Fault         string   `json:"fault"`
+	Scenarios     []string `json:"scenarios"`
+	SafetyLimitMs float64  `json:"safety_limit_ms"`
+	WallSeconds   float64  `json:"wall_s"`
+}
+
+type scenarioReport struct {
+	Name             string          `json:"name"`
+	Title            string          `json:"title"`
+	PerCallTimeoutMs float64         `json:"per_call_timeout_ms"`
+	PerCallRule      string          `json:"per_call_rule"`
+	Dependencies     []depReport     `json:"dependencies"`
+	Patterns         []patternReport `json:"patterns"`
+}
+
+type depReport struct {
+	Name     string  `json:"name"`
+	Protocol string  `json:"protocol"`
+	TypMs    float64 `json:"typical_ms"`
+	Cascade  bool    `json:"stops_when_caller_leaves"`
+	Fault    string  `json:"fault"`
+}
+
+type latencyReport struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// patternReport is what one pattern measured on one scenario.
+type patternReport struct {
+	Name  string `json:"name"`
+	Key   string `json:"key"`
+	About string `json:"about"`
+	// BudgetMs is the time the user is willing to wait. Only the budget
+	// patterns enforce it; the others are measured against it.
+	BudgetMs         float64 `json:"budget_ms"`
+	PerCallTimeoutMs float64 `json:"per_call_timeout_ms,omitempty"`
+	Requests         int     `json:"requests"`
+	// LatencyMs is the time to answer or fail, as the user saw it.
+	LatencyMs latencyReport `json:"latency_ms"`
+	// AnsweredRatio is the share answered within the budget; LateRatio the
+	// share answered after it (the user had left); FailedRatio the rest,
+	// cut-off requests included.
+	AnsweredRatio float64 `json:"answered_ratio"`
+	LateRatio     float64 `json:"answered_late_ratio"`
+	FailedRatio   float64 `json:"failed_ratio"`
+	CutOff        int     `json:"cut_off"`
+	// Rungs counts which rung of the last stage gave each answer.
+	Rungs map[string]int `json:"rungs"`
+	// RefusalsByStage counts attempts refused before they started.
+	RefusalsByStage map[string]int `json:"refusals_by_stage"`
+	// FailuresByStage counts failed requests by the stage that failed, and
+	// FailureReasons by why (timeout, refused, failed, cut-off).
+	FailuresByStage map[string]int `json:"failures_by_stage"`
+	FailureReasons  map[string]int `json:"failure_reasons"`
+	// WastedWorkMs is the time dependencies kept working after their caller
+	// had gone, as measured by the dependencies.
+	WastedWorkMs             float64            `json:"wasted_work_ms"`
+	WastedWorkByDependencyMs map[string]float64 `json:"wasted_work_by_dependency_ms"`
+	DependencyCalls          map[string]int64   `json:"dependency_calls"`
+	WallSeconds              float64            `json:"wall_s"`
+}
+
+type overloadReport struct {
+	Scale             float64 `json:"time_scale"`
+	Workers           int     `json:"workers"`
+	RatePerSecond     float64 `json:"rate_per_s"`
+	SlowShare         float64 `json:"slow_share"`
+	DependencyFromMs  float64 `json:"dependency_from_ms"`
+	DependencyToMs    float64 `json:"dependency_to_ms"`
+	BudgetMs          float64 `json:"budget_ms"`
+	UpstreamTimeoutMs float64 `json:"upstream_timeout_ms"`
+	PerCallTimeoutMs  float64 `json:"per_call_timeout_ms"`
+	MeasuredForMs     float64 `json:"measured_for_ms"`
+	// Goodput is the share of the requests that do not touch the slow
+	// dependency answered within the budget while it was slow.
+	Goodput  goodputReport           `json:"goodput"`
+	Variants []overloadVariantReport `json:"variants"`
+}
+
+// goodputReport compares the budget with the code without one. WithoutBudgets
+// is the best of the variants without a budget, so the comparison is with
+// careful code, not only with the bug.
+type goodputReport struct {
+	WithBudgets    float64            `json:"with_budgets"`
+	WithoutBudgets float64            `json:"without_budgets"`
+	ByVariant      map[string]float64 `json:"by_variant"`
+}
+
+type overloadVariantReport struct {
+	Name                  string  `json:"name"`
+	Key                   string  `json:"key"`
+	About                 string  `json:"about"`
+	Goodput               float64 `json:"goodput"`
+	SlowAnsweredRatio     float64 `json:"slow_answered_ratio"`
+	OtherP99Ms            float64 `json:"other_p99_ms"`
+	WorkerSecondsLate     float64 `json:"worker_s_after_deadline"`
+	DependencyWastedMs    float64 `json:"dependency_wasted_work_ms"`
+	RefusedBeforeStarting int64   `json:"refused_before_starting"`
+	OtherRequests         int     `json:"other_requests"`
+	SlowRequests          int     `json:"slow_requests"`
+}
+
+type ledgerReport struct {
+	Scenario string          `json:"scenario"`
+	Request  int             `json:"request"`
+	Label    string          `json:"label"`
+	Ledger   json.RawMessage `json:"ledger"`
+	Text     string          `json:"text"`
+	events   []budget.Event
+	budget   time.Duration
+}
+
+// scenarioRuns is what the patterns measured on one scenario.
+type scenarioRuns struct {
+	sc   *scenario
+	runs []*patternRun
+}
+
+func newPatternReport(cfg *demoConfig, r *patternRun) patternReport {
+	p := patternReport{
+		Name: r.pattern.name, Key: r.pattern.key, About: r.pattern.about,
+		BudgetMs: ms(cfg.budget), PerCallTimeoutMs: ms(r.perCall), Requests: len(r.outcomes),
+		Rungs: map[string]int{}, RefusalsByStage: map[string]int{}, FailuresByStage: map[string]int{},
+		FailureReasons: map[string]int{}, WastedWorkByDependencyMs: map[string]float64{},
+		DependencyCalls: map[string]int64{}, WallSeconds: round3(r.wall.Seconds()),
+	}
+	lat := make([]time.Duration, 0, len(r.outcomes))
+	var answered, late, failed int
+	for _, o := range r.outcomes {
+		lat = append(lat, o.latency)
+		if o.ok && o.rung != "" {
+			p.Rungs[o.rung]++
+		}
+		switch {
+		case o.ok && o.latency <= cfg.budget:
+			answered++
+		case o.ok:
+			late++
+		default:
+			failed++
+			p.FailuresByStage[o.stage]++
+			p.FailureReasons[o.reason]++
+			if o.reason == cutOff {
+				p.CutOff++
+			}
+		}
+	}
+	p.LatencyMs = latencyReport{P50: ms(quantile(lat, 0.5)), P99: ms(quantile(lat, 0.99)), Max: ms(quantile(lat, 1))}
+	p.AnsweredRatio = round3(ratio(answered, len(lat)))
+	p.LateRatio = round3(ratio(late, len(lat)))
+	p.FailedRatio = round3(ratio(failed, len(lat)))
+	maps.Copy(p.RefusalsByStage, r.refusals)
+	var waste time.Duration
+	for _, d := range r.deps {
+		waste += d.waste
+		p.WastedWorkByDependencyMs[d.name] = ms(d.waste)
+		p.DependencyCalls[d.name] = d.calls
+	}
+	p.WastedWorkMs = ms(waste)
+	return p
+}
+
+func newOverloadReport(cfg overloadConfig, runs []*overloadRun) *overloadReport {
+	o := &overloadReport{
+		Scale: cfg.scale, Workers: cfg.workers, RatePerSecond: cfg.rate, SlowShare: cfg.slowShare,
+		DependencyFromMs: ms(cfg.fast), DependencyToMs: ms(cfg.slow), BudgetMs: ms(cfg.budget),
+		UpstreamTimeoutMs: ms(cfg.upstream), PerCallTimeoutMs: ms(cfg.perCall), MeasuredForMs: ms(cfg.slowFor),
+		Goodput: goodputReport{ByVariant: map[string]float64{}},
+	}
+	for _, r := range runs {
+		g := round3(r.goodput)
+		o.Variants = append(o.Variants, overloadVariantReport{
+			Name: r.variant.name, Key: r.variant.key, About: r.variant.about, Goodput: g,
+			SlowAnsweredRatio: round3(r.slowOK), OtherP99Ms: ms(r.otherP99),
+			WorkerSecondsLate: round3(r.heldLate.Seconds()), DependencyWastedMs: ms(r.depWaste),
+			RefusedBeforeStarting: r.refusedSlow, OtherRequests: r.sentOther, SlowRequests: r.sentSlow,
+		})
+		o.Goodput.ByVariant[r.variant.key] = g
+		if r.variant.budgetAware {
+			o.Goodput.WithBudgets = g
+		} else {
+			o.Goodput.WithoutBudgets = max(o.Goodput.WithoutBudgets, g)
+		}
+	}
+	return o
+}
+
+// sampleLedgers picks the spend ledgers the report shows: the first and the
+// last request of the admission pattern of the first scenario that ran it.
+func sampleLedgers(all []scenarioRuns) []ledgerReport {
+	for _, sr := range all {
+		for _, r := range sr.runs {
+			if !r.pattern.admission || len(r.ledgers) == 0 {
+				continue
+			}
+			idx := slices.Sorted(maps.Keys(r.ledgers))
+			picks := []struct {
+				i     int
+				label string
+			}{{idx[0], "first request: no measurements yet, the prior admits every rung"}}
+			if last := idx[len(idx)-1]; last != idx[0] {
+				picks = append(picks, struct {
+					i     int
+					label string
+				}{last, "last request: admission has measured the dependencies"})
+			}
+			var out []ledgerReport
+			for _, p := range picks {
+				l := r.ledgers[p.i]
+				raw, err := l.MarshalJSON()
+				if err != nil {
+					continue
+				}
+				out = append(out, ledgerReport{Scenario: sr.sc.key, Request: p.i, Label: p.label,
+					Ledger: raw, Text: l.String(), events: l.Events(), budget: l.Budget()})
+			}
+			return out
+		}
+	}
+	return nil
+}

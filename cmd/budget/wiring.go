@@ -1,0 +1,60 @@
+package main
+
+import (
+	"net/http"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// wiring says how the edge's calls travel in one pattern. Patterns without a
+// budget use the transports as most code does today: a plain http.Client and
+// a plain gRPC channel (which still sends grpc-timeout when the call's
+// context has a deadline, as every gRPC client does). Patterns with a budget
+// send the time left on every hop, so the dependencies know the deadline and
+// hand it to their work.
+//
+// The dependencies' servers are the same in every pattern: each applies the
+// inbound policy to whatever its caller sent (see serverWiring).
+type wiring struct {
+	budgetAware bool
+}
+
+// httpClient returns the client the edge uses for its HTTP hops. The caller
+// closes base's idle connections when the run ends.
+func (w wiring) httpClient(base *http.Transport) *http.Client {
+	if !w.budgetAware {
+		return &http.Client{Transport: base}
+	}
+	return &http.Client{Transport: budgetTransport(base)}
+}
+
+// grpcDialOptions returns the options of the edge's gRPC channels.
+func (w wiring) grpcDialOptions() []grpc.DialOption {
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if w.budgetAware {
+		opts = append(opts, budgetGRPCClientOptions()...)
+	}
+	return opts
+}
+
+// newHTTPTransport returns a transport for loopback traffic with enough idle
+// connections that a run does not churn through ephemeral ports.
+func newHTTPTransport() *http.Transport {
+	return &http.Transport{
+		MaxIdleConns:        512,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     30 * time.Second,
+	}
+}
+
+// newH2CTransport returns a transport that speaks HTTP/2 without TLS: one
+// pooled connection carries many requests, and a canceled request resets
+// its stream rather than closing the connection.
+func newH2CTransport() *http.Transport {
+	t := newHTTPTransport()
+	t.Protocols = new(http.Protocols)
+	t.Protocols.SetUnencryptedHTTP2(true)
+	return t
+}
