@@ -107,7 +107,10 @@ func parseDemoFlags(args []string) (*demoConfig, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, errors.New(strings.Replace(err.Error(), "flag -", "flag --", 1))
+		// The flag package names flags with one dash; the usage shows two.
+		msg := strings.Replace(err.Error(), "flag -", "flag --", 1)
+		msg = strings.Replace(msg, "not defined: -", "not defined: --", 1)
+		return nil, errors.New(msg)
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))

@@ -6,6 +6,7 @@ replace github.com/timebudget/budget => ../..
 
 require (
 	github.com/timebudget/budget v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12

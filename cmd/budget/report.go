@@ -228,7 +228,7 @@ func sampleLedgers(all []scenarioRuns) []ledgerReport {
 			picks := []struct {
 				i     int
 				label string
-			}{{idx[0], "first request: no measurements yet, the prior admits every rung"}}
+			}{{idx[0], "first request: no measurements yet, admission goes by each rung's prior"}}
 			if last := idx[len(idx)-1]; last != idx[0] {
 				picks = append(picks, struct {
 					i     int

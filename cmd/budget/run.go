@@ -153,8 +153,8 @@ const opMinSamples = 10
 const opWindow = time.Second
 
 // cacheReserve is the time the admission pattern holds back for the cache rung
-// and for writing the answer: a tenth of the budget, at least 5 ms.
-func cacheReserve(b time.Duration) time.Duration { return max(b/10, 5*time.Millisecond) }
+// and for writing the answer: a tenth of the budget, at least 15 ms.
+func cacheReserve(b time.Duration) time.Duration { return max(b/10, 15*time.Millisecond) }
 
 // closer adapts a function to server.
 type closer func()

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The relations below hold with wide margins, so they pass on a loaded
+// machine and under the race detector: each compares patterns measured in the
+// same run, or a latency against a bound with generous slack.
+
+const testBudget = 100 * time.Millisecond
+
+// smallOverload is the overload case at a tenth of the seeds' times with a
+// tenth of the workers, so it takes about a second per variant.
+func smallOverload() overloadConfig {
+	return overloadConfig{
+		scale: 0.1, workers: 20, rate: 150, slowShare: 0.8,
+		normal: 200 * time.Millisecond, slowFor: 800 * time.Millisecond,
+		fast: 5 * time.Millisecond, slow: 500 * time.Millisecond,
+		budget: 100 * time.Millisecond, upstream: 200 * time.Millisecond, perCall: 300 * time.Millisecond,
+		work: 2 * time.Millisecond,
+	}
+}
+
+var (
+	sharedOnce sync.Once
+	sharedDir  string // removed by TestMain
+	sharedRep  *report
+	sharedErr  error
+)
+
+// smallRun runs the whole demo once at small scale, with a hanging geometry
+// dependency and a failing-then-slow payment, and writes its reports; tests
+// share the result.
+func smallRun(t *testing.T) (*report, string) {
+	t.Helper()
+	sharedOnce.Do(func() {
+		cfg, err := parseDemoFlags([]string{"--budget", testBudget.String(), "--requests", "30",
+			"--concurrency", "10", "--fault", "geometry=hang,payment=hang"})
+		if err != nil {
+			sharedErr = err
+			return
+		}
+		cfg.overload = smallOverload()
+		if sharedDir, err = os.MkdirTemp("", "budget-demo-"); err != nil {
+			sharedErr = err
+			return
+		}
+		cfg.out = sharedDir
+		var progress lockedBuffer
+		sharedRep, sharedErr = runDemo(context.Background(), cfg, &progress)
+		if sharedErr == nil {
+			_, sharedErr = writeReports(cfg.out, sharedRep)
+		}
+	})
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
+	}
+	return sharedRep, sharedDir
+}
+
+func patternOf(t *testing.T, rep *report, scenario, key string) patternReport {
+	t.Helper()
+	for _, s := range rep.Scenarios {
+		if s.Name != scenario {
+			continue
+		}
+		for _, p := range s.Patterns {
+			if p.Key == key {
+				return p
+			}
+		}
+	}
+	t.Fatalf("no pattern %s in scenario %s", key, scenario)
+	return patternReport{}
+}
+
+func TestHangingDependencyCostsOneBudgetNotTheSumOfTimeouts(t *testing.T) {
+	rep, _ := smallRun(t)
+	for _, sc := range []string{"geo", "checkout"} {
+		shared := patternOf(t, rep, sc, "shared")
+		admission := patternOf(t, rep, sc, "admission")
+		perCall := patternOf(t, rep, sc, "per-call")
+		budgetMs := ms(testBudget)
+		slack := budgetMs / 2
+		for _, p := range []patternReport{shared, admission} {
+			if p.LatencyMs.Max > budgetMs+slack {
+				t.Errorf("%s, %s: slowest request took %.0fms, want within the %.0fms budget plus %.0fms",
+					sc, p.Name, p.LatencyMs.Max, budgetMs, slack)
+			}
+		}
+		// With a hung dependency, per-call timeouts cost at least the
+		// timeouts of the hops that hang (two geometry rungs; one payment
+		// hop), which is well past the budget.
+		hung := 1.0
+		if sc == "geo" {
+			hung = 2
+		}
+		floor := hung * perCall.PerCallTimeoutMs
+		if perCall.LatencyMs.P50 < floor || perCall.LatencyMs.P50 > floor+budgetMs {
+			t.Errorf("%s, per-call timeouts: p50 %.0fms, want about %.0fms (the hung hops' timeouts, plus the others' work)",
+				sc, perCall.LatencyMs.P50, floor)
+		}
+		if perCall.LatencyMs.P50 < shared.LatencyMs.P50+budgetMs/4 {
+			t.Errorf("%s: per-call p50 %.0fms is not well above shared-deadline p50 %.0fms",
+				sc, perCall.LatencyMs.P50, shared.LatencyMs.P50)
+		}
+	}
+}
+
+func TestNoTimeoutIsCutOffAndReportedAsSuch(t *testing.T) {
+	rep, _ := smallRun(t)
+	none := patternOf(t, rep, "geo", "none")
+	if none.CutOff != none.Requests {
+		t.Errorf("no timeout: %d of %d requests cut off, want all", none.CutOff, none.Requests)
+	}
+	if limit := rep.Config.SafetyLimitMs; none.LatencyMs.P50 < limit {
+		t.Errorf("no timeout: p50 %.0fms, want the safety limit %.0fms", none.LatencyMs.P50, limit)
+	}
+}
+
+func TestAdmissionLetsTheCacheAnswer(t *testing.T) {
+	rep, _ := smallRun(t)
+	shared := patternOf(t, rep, "geo", "shared")
+	admission := patternOf(t, rep, "geo", "admission")
+	if shared.AnsweredRatio > 0.25 {
+		t.Errorf("shared deadline answered %.0f%% within the budget, want few: the hung rung eats the budget", 100*shared.AnsweredRatio)
+	}
+	if admission.AnsweredRatio < 0.75 {
+		t.Errorf("deadline + admission answered %.0f%% within the budget, want most", 100*admission.AnsweredRatio)
+	}
+	if admission.Rungs["cache"] < admission.Requests*3/4 {
+		t.Errorf("deadline + admission: cache answered %d of %d", admission.Rungs["cache"], admission.Requests)
+	}
+	if admission.RefusalsByStage["geometry.exact"] == 0 {
+		t.Error("deadline + admission: the hung exact rung was never refused")
+	}
+}
+
+func TestBudgetsWasteLittleWork(t *testing.T) {
+	rep, _ := smallRun(t)
+	for _, sc := range []string{"geo", "checkout"} {
+		perCall := patternOf(t, rep, sc, "per-call")
+		none := patternOf(t, rep, sc, "none")
+		without := min(perCall.WastedWorkMs, none.WastedWorkMs)
+		if without < 100 {
+			t.Errorf("%s: without budgets only %.0fms of work was wasted; the non-cascading dependency should waste much more", sc, without)
+		}
+		for _, key := range []string{"shared", "admission"} {
+			p := patternOf(t, rep, sc, key)
+			if p.WastedWorkMs > without/10 {
+				t.Errorf("%s, %s: %.0fms of wasted work, want under a tenth of the %.0fms without budgets",
+					sc, p.Name, p.WastedWorkMs, without)
+			}
+		}
+	}
+}
+
+func TestOverloadGoodput(t *testing.T) {
+	rep, _ := smallRun(t)
+	o := rep.Overload
+	if o == nil {
+		t.Fatal("no overload case in the report")
+	}
+	with := o.Goodput.WithBudgets
+	if with < 0.8 {
+		t.Errorf("goodput with budgets %.0f%%, want at least 80%%", 100*with)
+	}
+	for _, key := range []string{"no-timeout", "common-bug"} {
+		if g := o.Goodput.ByVariant[key]; with < g+0.3 {
+			t.Errorf("goodput with budgets %.0f%% is not well above %s's %.0f%%", 100*with, key, 100*g)
+		}
+	}
+	if g := o.Goodput.ByVariant["careful"]; with < g-0.1 {
+		t.Errorf("goodput with budgets %.0f%% is below careful code's %.0f%%", 100*with, 100*g)
+	}
+}
+
+func TestReportJSONHoldsTheFigures(t *testing.T) {
+	_, dir := smallRun(t)
+	raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Scenarios []struct {
+			Name     string
+			Patterns []map[string]json.RawMessage
+		}
+		Overload struct {
+			Goodput map[string]json.RawMessage
+		}
+		Ledgers []map[string]json.RawMessage
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Scenarios) != 2 {
+		t.Fatalf("%d scenarios in report.json, want 2", len(got.Scenarios))
+	}
+	for _, s := range got.Scenarios {
+		if len(s.Patterns) != 4 {
+			t.Errorf("%s: %d patterns, want 4", s.Name, len(s.Patterns))
+		}
+		for _, p := range s.Patterns {
+			for _, k := range []string{"name", "budget_ms", "latency_ms", "answered_ratio", "wasted_work_ms", "refusals_by_stage"} {
+				if _, ok := p[k]; !ok {
+					t.Errorf("%s: a pattern lacks %q", s.Name, k)
+				}
+			}
+			var lat map[string]float64
+			if err := json.Unmarshal(p["latency_ms"], &lat); err != nil || len(lat) != 3 {
+				t.Errorf("%s: latency_ms = %s, want p50, p99 and max", s.Name, p["latency_ms"])
+			}
+		}
+	}
+	for _, k := range []string{"with_budgets", "without_budgets"} {
+		if _, ok := got.Overload.Goodput[k]; !ok {
+			t.Errorf("overload goodput lacks %q", k)
+		}
+	}
+	if len(got.Ledgers) == 0 {
+		t.Error("report.json has no spend ledger")
+	}
+}
+
+// lockedBuffer is an io.Writer safe for the progress line's concurrent use.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}

@@ -1,0 +1,16 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
+		if sharedDir != "" {
+			_ = os.RemoveAll(sharedDir)
+		}
+	}))
+}
