@@ -170,6 +170,19 @@ func (o *Op) Decide(now time.Time, available time.Duration) Decision {
 	return dec
 }
 
+// Admit reports whether an attempt should start now in ctx's budget: the time
+// available is ctx's remaining time less its reserve. Like [Op.Decide] it
+// records nothing and takes no probe slot. It reads the clock once and
+// allocates nothing.
+func (o *Op) Admit(ctx context.Context) Decision {
+	now := time.Now()
+	avail := noDeadline
+	if dl, ok := ctx.Deadline(); ok {
+		avail = dl.Sub(now) - stateOf(ctx).reserveOrZero()
+	}
+	return o.Decide(now, avail)
+}
+
 // admit is Decide plus the probe trickle.
 func (o *Op) admit(now time.Time, available time.Duration) Decision {
 	dec := o.Decide(now, available)
@@ -181,6 +194,12 @@ func (o *Op) admit(now time.Time, available time.Duration) Decision {
 		every = DefaultProbeEvery
 	}
 	last := o.lastProbe.Load()
+	if last == 0 {
+		// The first refusal starts the probe interval: the op has not been
+		// refusing long enough for a probe to tell anything.
+		o.lastProbe.CompareAndSwap(0, now.UnixNano())
+		return dec
+	}
 	if now.UnixNano()-last >= int64(every) && o.lastProbe.CompareAndSwap(last, now.UnixNano()) {
 		dec.Admit, dec.Probe = true, true
 	}
