@@ -250,7 +250,7 @@ func (o *Op) attempt(ctx context.Context, n int, fn func(ctx context.Context) er
 	now := time.Now()
 	st := stateOf(ctx)
 	if err := ctx.Err(); err != nil {
-		return o.ended(ctx, st, now, 0, err)
+		return ended(ctx, st, o.Observer, o.Name, now, n, err)
 	}
 	remaining, available := noDeadline, noDeadline
 	if dl, ok := ctx.Deadline(); ok {
@@ -328,16 +328,17 @@ func (o *Op) attempt(ctx context.Context, n int, fn func(ctx context.Context) er
 	return err
 }
 
-// ended reports work that could not start because ctx was already done.
-func (o *Op) ended(ctx context.Context, st *state, now time.Time, n int, err error) error {
+// ended reports work of stage that could not start because ctx was already
+// done: an expiry when its deadline passed, ctx's own error otherwise.
+func ended(ctx context.Context, st *state, extra Observer, stage string, now time.Time, n int, err error) error {
 	if !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		return err
 	}
-	e := &Error{Stage: o.Name, Kind: Expired, Budget: st.budget(), Err: err}
+	e := &Error{Stage: stage, Kind: Expired, Budget: st.budget(), Err: err}
 	if dl, ok := ctx.Deadline(); ok {
 		e.Remaining = dl.Sub(now)
 	}
-	emit(ctx, st, o.Observer, Event{Kind: EventExpiry, Stage: o.Name, At: now, Remaining: e.Remaining, Attempt: n, Err: e})
+	emit(ctx, st, extra, Event{Kind: EventExpiry, Stage: stage, At: now, Remaining: e.Remaining, Attempt: n, Err: e})
 	return e
 }
 
