@@ -6,10 +6,6 @@ SHELL := /bin/bash
 MODULES := $(shell find . -name go.mod -not -path './out/*' -printf '%h\n' | sort)
 GOTEST_FLAGS ?= -race -shuffle=on -count=1 -timeout=8m
 
-# Services the integration tests use; CI sets none of these, so these defaults apply.
-export BUDGET_TEST_POSTGRES ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
-export BUDGET_TEST_AMQP ?= amqp://guest:guest@127.0.0.1:5672/
-
 .PHONY: test guards fmt-check vet root-stdlib unit unit-nowork bench services
 
 test: guards unit unit-nowork

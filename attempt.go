@@ -24,8 +24,7 @@ func Attempt(ctx context.Context, stage string, limit, minUseful time.Duration) 
 	now := time.Now()
 	st := stateOf(ctx)
 	if err := ctx.Err(); err != nil {
-		o := Op{Name: stage}
-		return ctx, func() {}, o.ended(ctx, st, now, 0, err)
+		return ctx, func() {}, ended(ctx, st, nil, stage, now, 0, err)
 	}
 	dl, hasDeadline := ctx.Deadline()
 	if !hasDeadline && limit <= 0 {

@@ -53,6 +53,26 @@ func Start(parent context.Context, d time.Duration) (context.Context, context.Ca
 	return Config{}.Start(parent, d)
 }
 
+// StartUntil begins a budget that ends at deadline, using the zero [Config].
+// See [Config.StartUntil].
+//
+// Canceling the returned context releases resources associated with it, so code
+// should call cancel as soon as the operations running in it complete.
+func StartUntil(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	return Config{}.StartUntil(parent, deadline)
+}
+
+// StartUntil is [Config.Start] for a budget given as a deadline rather than a
+// duration: servers that read the deadline from a request use it, so the
+// time between arrival and this call is charged to the budget. The deadline
+// is clamped to parent's like any other.
+//
+// Canceling the returned context releases resources associated with it, so code
+// should call cancel as soon as the operations running in it complete.
+func (c Config) StartUntil(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	return c.start(parent, time.Now(), deadline)
+}
+
 // Start begins a budget of d measured from now. The deadline is clamped to any
 // deadline parent already has: a budget is never extended. The returned
 // context's Deadline method reports the budget's deadline, so code that knows
@@ -67,10 +87,10 @@ func Start(parent context.Context, d time.Duration) (context.Context, context.Ca
 // should call cancel as soon as the operations running in it complete.
 func (c Config) Start(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	now := time.Now()
-	if d < 0 {
-		d = 0
-	}
-	deadline := now.Add(d)
+	return c.start(parent, now, now.Add(max(d, 0)))
+}
+
+func (c Config) start(parent context.Context, now, deadline time.Time) (context.Context, context.CancelFunc) {
 	if pd, ok := parent.Deadline(); ok && pd.Before(deadline) {
 		deadline = pd
 	}

@@ -252,3 +252,19 @@ func TestCauseTellsBudgetFromCap(t *testing.T) {
 		}
 	})
 }
+
+func TestStartUntilChargesTimeSinceArrival(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		arrived := time.Now()
+		time.Sleep(30 * time.Millisecond) // queued in the server
+		ctx, cancel := budget.StartUntil(context.Background(), arrived.Add(200*time.Millisecond))
+		defer cancel()
+		if left, _ := budget.Remaining(ctx); left != 170*time.Millisecond {
+			t.Fatalf("Remaining = %v, want 170ms", left)
+		}
+		if b := budget.LedgerFrom(ctx).Budget(); b != 170*time.Millisecond {
+			t.Fatalf("ledger budget = %v, want 170ms", b)
+		}
+	})
+}

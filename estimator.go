@@ -78,6 +78,7 @@ type Estimator struct {
 	slots      [2]window
 	snap       atomic.Pointer[Distribution]
 	refreshing atomic.Bool
+	dirty      atomic.Bool // a sample arrived since the snapshot was taken
 }
 
 func (e *Estimator) window() int64 {
@@ -112,6 +113,11 @@ func (e *Estimator) record(now time.Time, d time.Duration, censored bool) {
 	} else {
 		slot.counts[i].Add(1)
 	}
+	// A load first: under steady recording the flag is already set, and a
+	// plain load keeps the cache line shared between cores.
+	if !e.dirty.Load() {
+		e.dirty.Store(true)
+	}
 }
 
 // rotate moves slot to epoch ep, clearing it, and reports whether the slot now
@@ -145,17 +151,16 @@ func (e *Estimator) Reset() {
 }
 
 // Distribution returns the estimated distribution as of now. The result is a
-// snapshot that is recomputed at most every 1/64 of a window (so about every
-// 156 ms with the default window); between refreshes the cached snapshot is
-// returned without allocating. Refreshing scans the buckets once (a few
-// microseconds and one allocation).
+// cached snapshot, recomputed when it is older than 1/64 of a window (about
+// 156 ms with the default window), or older than 1/1000 of a window (10 ms)
+// when samples have arrived since it was taken; in between the cached
+// snapshot is returned without allocating. Refreshing scans the buckets once
+// (a few microseconds and one allocation).
 func (e *Estimator) Distribution(now time.Time) *Distribution {
 	snap := e.snap.Load()
-	if snap != nil {
-		age := now.Sub(snap.at)
-		if age >= 0 && age < time.Duration(e.window()/64) {
-			return snap
-		}
+	if snap != nil && !now.Before(snap.at) && now.Before(snap.hardUntil) &&
+		(now.Before(snap.softUntil) || !e.dirty.Load()) {
+		return snap
 	}
 	if !e.refreshing.CompareAndSwap(false, true) {
 		if snap != nil {
@@ -163,6 +168,7 @@ func (e *Estimator) Distribution(now time.Time) *Distribution {
 		}
 		return e.compute(now)
 	}
+	e.dirty.Store(false)
 	fresh := e.compute(now)
 	e.snap.Store(fresh)
 	e.refreshing.Store(false)
@@ -170,8 +176,12 @@ func (e *Estimator) Distribution(now time.Time) *Distribution {
 }
 
 func (e *Estimator) compute(now time.Time) *Distribution {
-	ep := now.UnixNano() / e.window()
-	d := &Distribution{at: now}
+	w := e.window()
+	ep := now.UnixNano() / w
+	d := &Distribution{at: now, softUntil: now.Add(time.Duration(w / 1000))}
+	// A snapshot expires after 1/64 of a window, and when the window turns
+	// (the oldest samples stop counting), whichever comes first.
+	d.hardUntil = now.Add(min(time.Duration(w/64), time.Duration((ep+1)*w-now.UnixNano())))
 	var u, c [nBuckets]uint64
 	for s := range e.slots {
 		slot := &e.slots[s]
@@ -209,12 +219,13 @@ func (e *Estimator) compute(now time.Time) *Distribution {
 // Distribution is an immutable snapshot of an [Estimator]. Its methods are
 // safe for concurrent use and allocate nothing.
 type Distribution struct {
-	at       time.Time
-	n        int
-	censored int
-	p50, p99 time.Duration
-	top      int               // highest bucket holding any sample
-	cdf      [nBuckets]float64 // P(latency < upper bound of bucket i)
+	at                   time.Time
+	softUntil, hardUntil time.Time
+	n                    int
+	censored             int
+	p50, p99             time.Duration
+	top                  int               // highest bucket holding any sample
+	cdf                  [nBuckets]float64 // P(latency < upper bound of bucket i)
 }
 
 // Count returns the number of samples in the snapshot, censored ones included.

@@ -27,6 +27,8 @@ const (
 	EventExpiry                               // the deadline passed while work ran
 	EventShed                                 // a request was refused on arrival by an inbound policy
 	EventWait                                 // a wait for a person, outside the machine budget
+	EventSkew                                 // an absolute deadline was ignored: the clocks disagree
+	EventMalformed                            // a deadline header was malformed (ignored, or refused under a strict policy)
 )
 
 var eventNames = [...]string{
@@ -45,6 +47,8 @@ var eventNames = [...]string{
 	EventExpiry:          "expiry",
 	EventShed:            "shed",
 	EventWait:            "wait",
+	EventSkew:            "skew",
+	EventMalformed:       "malformed",
 }
 
 // String returns the event kind's lower-case name, such as "attempt".

@@ -20,15 +20,21 @@ type Ledger struct {
 	budget time.Duration
 
 	mu      sync.Mutex
+	limit   int
 	events  []Event
 	dropped int
 }
+
+// ledgerInitial is how many events a new ledger has room for before it first
+// grows: most requests record a handful, so the full capacity is not
+// allocated up front.
+const ledgerInitial = 8
 
 func newLedger(start time.Time, budget time.Duration, capacity int) *Ledger {
 	if capacity == 0 {
 		capacity = DefaultLedgerCapacity
 	}
-	return &Ledger{start: start, budget: budget, events: make([]Event, 0, capacity)}
+	return &Ledger{start: start, budget: budget, limit: capacity, events: make([]Event, 0, min(capacity, ledgerInitial))}
 }
 
 func (l *Ledger) add(ev Event) {
@@ -36,7 +42,7 @@ func (l *Ledger) add(ev Event) {
 		return
 	}
 	l.mu.Lock()
-	if len(l.events) < cap(l.events) {
+	if len(l.events) < l.limit {
 		l.events = append(l.events, ev)
 	} else {
 		l.dropped++

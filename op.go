@@ -170,6 +170,19 @@ func (o *Op) Decide(now time.Time, available time.Duration) Decision {
 	return dec
 }
 
+// Admit reports whether an attempt should start now in ctx's budget: the time
+// available is ctx's remaining time less its reserve. Like [Op.Decide] it
+// records nothing and takes no probe slot. It reads the clock once and
+// allocates nothing.
+func (o *Op) Admit(ctx context.Context) Decision {
+	now := time.Now()
+	avail := noDeadline
+	if dl, ok := ctx.Deadline(); ok {
+		avail = dl.Sub(now) - stateOf(ctx).reserveOrZero()
+	}
+	return o.Decide(now, avail)
+}
+
 // admit is Decide plus the probe trickle.
 func (o *Op) admit(now time.Time, available time.Duration) Decision {
 	dec := o.Decide(now, available)
@@ -181,6 +194,12 @@ func (o *Op) admit(now time.Time, available time.Duration) Decision {
 		every = DefaultProbeEvery
 	}
 	last := o.lastProbe.Load()
+	if last == 0 {
+		// The first refusal starts the probe interval: the op has not been
+		// refusing long enough for a probe to tell anything.
+		o.lastProbe.CompareAndSwap(0, now.UnixNano())
+		return dec
+	}
 	if now.UnixNano()-last >= int64(every) && o.lastProbe.CompareAndSwap(last, now.UnixNano()) {
 		dec.Admit, dec.Probe = true, true
 	}
@@ -231,7 +250,7 @@ func (o *Op) attempt(ctx context.Context, n int, fn func(ctx context.Context) er
 	now := time.Now()
 	st := stateOf(ctx)
 	if err := ctx.Err(); err != nil {
-		return o.ended(ctx, st, now, 0, err)
+		return ended(ctx, st, o.Observer, o.Name, now, n, err)
 	}
 	remaining, available := noDeadline, noDeadline
 	if dl, ok := ctx.Deadline(); ok {
@@ -309,16 +328,17 @@ func (o *Op) attempt(ctx context.Context, n int, fn func(ctx context.Context) er
 	return err
 }
 
-// ended reports work that could not start because ctx was already done.
-func (o *Op) ended(ctx context.Context, st *state, now time.Time, n int, err error) error {
+// ended reports work of stage that could not start because ctx was already
+// done: an expiry when its deadline passed, ctx's own error otherwise.
+func ended(ctx context.Context, st *state, extra Observer, stage string, now time.Time, n int, err error) error {
 	if !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		return err
 	}
-	e := &Error{Stage: o.Name, Kind: Expired, Budget: st.budget(), Err: err}
+	e := &Error{Stage: stage, Kind: Expired, Budget: st.budget(), Err: err}
 	if dl, ok := ctx.Deadline(); ok {
 		e.Remaining = dl.Sub(now)
 	}
-	emit(ctx, st, o.Observer, Event{Kind: EventExpiry, Stage: o.Name, At: now, Remaining: e.Remaining, Attempt: n, Err: e})
+	emit(ctx, st, extra, Event{Kind: EventExpiry, Stage: stage, At: now, Remaining: e.Remaining, Attempt: n, Err: e})
 	return e
 }
 

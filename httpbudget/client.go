@@ -1,0 +1,125 @@
+package httpbudget
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/wire"
+)
+
+// ErrUpstreamExpired is matched by the error [Transport] returns when an
+// upstream answered with a Budget-Expired header: it refused the request
+// because the budget was spent. The budget is gone, not the server, so no
+// layer should retry; the error also matches [context.DeadlineExceeded].
+var ErrUpstreamExpired = errors.New("httpbudget: upstream refused: budget spent")
+
+// Transport is an [http.RoundTripper] that sends the request's remaining
+// budget with every request made through it.
+//
+// For a request whose context has a deadline, it
+//
+//   - refuses locally, without a network call, when less than the minimum
+//     useful time is left (after the transit allowance): the error is a
+//     [*budget.Error] matching [budget.ErrInsufficient]. It never sends 0
+//     and never leaves the header out, as some clients do under 1 ms;
+//   - otherwise sends a copy of the request (the caller's is never modified)
+//     with Request-Timeout-Ms (whole milliseconds, rounded down) and
+//     Request-Deadline, plus Connect-Timeout-Ms and
+//     x-envoy-upstream-rq-timeout-ms when configured;
+//   - turns a response carrying Budget-Expired into an error matching
+//     [ErrUpstreamExpired] and [context.DeadlineExceeded], closing its body.
+//
+// It makes no retries of its own. Requests without a deadline pass through
+// unchanged. A Transport is safe for concurrent use.
+type Transport struct {
+	base http.RoundTripper
+	cfg  clientConfig
+}
+
+// NewTransport returns a Transport sending through base, or through
+// [http.DefaultTransport] when base is nil.
+func NewTransport(base http.RoundTripper, opts ...ClientOption) *Transport {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	cfg := clientConfig{minUseful: time.Millisecond, sendDeadline: true}
+	for _, o := range opts {
+		o.applyClient(&cfg)
+	}
+	return &Transport{base: base, cfg: cfg}
+}
+
+// RoundTrip implements [http.RoundTripper].
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return t.base.RoundTrip(req)
+	}
+	now := time.Now()
+	remaining := deadline.Sub(now)
+	left := remaining - t.cfg.transit
+	timeout, ok := wire.FormatRequestTimeout(left)
+	if left < t.cfg.minUseful || !ok {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		stage := t.stage(req)
+		err := &budget.Error{Stage: stage, Kind: budget.Insufficient, Remaining: left, Needed: t.cfg.minUseful}
+		if ctx.Err() != nil {
+			err.Kind, err.Err = budget.Expired, ctx.Err()
+		}
+		budget.Note(ctx, budget.Event{Kind: budget.EventRefuse, Stage: stage, At: now, Remaining: remaining,
+			Needed: t.cfg.minUseful, Outcome: "insufficient", Err: err})
+		return nil, err
+	}
+	out := new(http.Request)
+	*out = *req
+	out.Header = make(http.Header, len(req.Header)+4)
+	for k, v := range req.Header {
+		out.Header[k] = v
+	}
+	out.Header[wire.HeaderRequestTimeout] = []string{timeout}
+	if t.cfg.sendDeadline {
+		if v, ok := wire.FormatRequestDeadline(deadline.Add(-t.cfg.transit)); ok {
+			out.Header[wire.HeaderRequestDeadline] = []string{v}
+		}
+	}
+	if t.cfg.connect {
+		if v, ok := wire.FormatConnectTimeout(left); ok {
+			out.Header[wire.HeaderConnectTimeout] = []string{v}
+		}
+	}
+	if t.cfg.envoy {
+		if v, ok := wire.FormatEnvoyUpstreamTimeout(left); ok {
+			out.Header.Set(wire.HeaderEnvoyUpstreamTimeout, v)
+		}
+	}
+	resp, err := t.base.RoundTrip(out)
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	if v := resp.Header.Get(wire.HeaderBudgetExpired); v != "" {
+		stage, ok, _ := wire.ParseBudgetExpired(v)
+		if !ok {
+			stage = t.stage(req)
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		_ = resp.Body.Close()
+		return nil, &budget.Error{Stage: stage, Kind: budget.Expired, Remaining: time.Until(deadline), Err: ErrUpstreamExpired}
+	}
+	return resp, nil
+}
+
+func (t *Transport) stage(req *http.Request) string {
+	if t.cfg.stage != "" {
+		return t.cfg.stage
+	}
+	if req.URL != nil {
+		return req.URL.Host
+	}
+	return "http"
+}

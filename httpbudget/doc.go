@@ -1,0 +1,18 @@
+// Package httpbudget carries a request's budget across net/http.
+//
+// On the server, [NewHandler] reads the deadline a request arrived with, under
+// an inbound [wire.Policy] (clamp, default, minimum, trusted sources, reserve),
+// and either refuses the request on arrival — HTTP 504 with a Budget-Expired
+// header naming the stage, the handler never runs — or runs the handler with
+// the budget in its context, ledger and all.
+//
+// On the client, [Transport] sends the time left as Request-Timeout-Ms and
+// Request-Deadline (and optionally Connect-Timeout-Ms and Envoy's upstream
+// timeout), refuses locally, without a network call, when less than the
+// minimum useful time is left, never retries, and reports an upstream's
+// Budget-Expired answer as an error no layer retries. [NewBaseTransport]
+// builds an http.Transport whose connect, TLS and response-header phases are
+// bounded by the request's budget as well as by fixed caps.
+//
+// The package depends only on the standard library and this module.
+package httpbudget

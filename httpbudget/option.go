@@ -1,0 +1,126 @@
+package httpbudget
+
+import (
+	"time"
+
+	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/wire"
+)
+
+// Option configures [NewHandler].
+type Option interface{ applyHandler(*handlerConfig) }
+
+// ClientOption configures [NewTransport].
+type ClientOption interface{ applyClient(*clientConfig) }
+
+type handlerConfig struct {
+	policy       *wire.Switch
+	stage        string
+	observer     budget.Observer
+	serverTiming bool
+	ledgerCap    int
+}
+
+type clientConfig struct {
+	transit      time.Duration
+	minUseful    time.Duration
+	connect      bool
+	envoy        bool
+	stage        string
+	sendDeadline bool
+}
+
+type handlerOption func(*handlerConfig)
+
+func (f handlerOption) applyHandler(c *handlerConfig) { f(c) }
+
+type clientOption func(*clientConfig)
+
+func (f clientOption) applyClient(c *clientConfig) { f(c) }
+
+// WithPolicy sets a fixed inbound policy. The default is the zero
+// [wire.Policy]: trust the default sources, impose no deadline on requests
+// that send none, refuse only requests whose deadline has passed. A nil
+// policy turns enforcement off. Use [WithSwitch] to change it at run time.
+func WithPolicy(p *wire.Policy) Option {
+	return handlerOption(func(c *handlerConfig) {
+		s := new(wire.Switch)
+		s.Store(p)
+		c.policy = s
+	})
+}
+
+// WithSwitch reads the inbound policy from s on every request, so an operator
+// can turn enforcement off or loosen it without a restart by storing a new
+// policy in s.
+func WithSwitch(s *wire.Switch) Option {
+	return handlerOption(func(c *handlerConfig) { c.policy = s })
+}
+
+// WithStage names the stage a refusal reports in the Budget-Expired header
+// and the ledger. The default is "request".
+func WithStage(name string) Option {
+	return handlerOption(func(c *handlerConfig) { c.stage = name })
+}
+
+// WithObserver sets the observer of every request's budget, including
+// requests refused on arrival. The default is none.
+func WithObserver(o budget.Observer) Option {
+	return handlerOption(func(c *handlerConfig) { c.observer = o })
+}
+
+// WithServerTiming adds a Server-Timing header rendered from the request's
+// ledger when the handler writes its response header. The default is off: the
+// header tells clients how the server spent its time, which an edge facing
+// the public may not want to say. It costs one allocation per request.
+func WithServerTiming() Option {
+	return handlerOption(func(c *handlerConfig) { c.serverTiming = true })
+}
+
+// WithLedgerCapacity bounds the events each request's ledger keeps; see
+// [budget.Config]. The default is [budget.DefaultLedgerCapacity]; a negative
+// value disables the ledger.
+func WithLedgerCapacity(n int) Option {
+	return handlerOption(func(c *handlerConfig) { c.ledgerCap = n })
+}
+
+// WithTransit sets the transit allowance subtracted from the time left before
+// it is sent, so the callee does not count on time the request spends on the
+// wire. The default is zero: the Request-Deadline header and the callee's
+// skew check already charge transit to the budget when clocks agree.
+func WithTransit(d time.Duration) ClientOption {
+	return clientOption(func(c *clientConfig) { c.transit = max(d, 0) })
+}
+
+// WithMinUseful sets the least time worth sending a request with; below it
+// the request is refused locally without a network call. The default is one
+// millisecond, the smallest value Request-Timeout-Ms can carry.
+func WithMinUseful(d time.Duration) ClientOption {
+	return clientOption(func(c *clientConfig) { c.minUseful = max(d, time.Millisecond) })
+}
+
+// WithConnectTimeoutHeader also sends Connect-Timeout-Ms, for Connect
+// protocol servers. The default is off.
+func WithConnectTimeoutHeader() ClientOption {
+	return clientOption(func(c *clientConfig) { c.connect = true })
+}
+
+// WithEnvoyTimeoutHeader also sends x-envoy-upstream-rq-timeout-ms, so an
+// Envoy in front of the callee times the request out with the budget. The
+// default is off.
+func WithEnvoyTimeoutHeader() ClientOption {
+	return clientOption(func(c *clientConfig) { c.envoy = true })
+}
+
+// WithoutDeadlineHeader stops sending Request-Deadline (the absolute form),
+// for callees whose clocks are known not to agree with ours. The default
+// sends both headers.
+func WithoutDeadlineHeader() ClientOption {
+	return clientOption(func(c *clientConfig) { c.sendDeadline = false })
+}
+
+// WithClientStage names the stage of local refusals in errors and the ledger.
+// The default is the request's host.
+func WithClientStage(name string) ClientOption {
+	return clientOption(func(c *clientConfig) { c.stage = name })
+}

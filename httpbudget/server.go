@@ -1,0 +1,147 @@
+package httpbudget
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/wire"
+)
+
+// NewHandler returns a handler that applies an inbound deadline policy to
+// every request before next sees it.
+//
+// The clock starts when ServeHTTP is entered, the earliest moment net/http
+// shows a request, so time the request spent queued in the server counts.
+// Then, according to the policy:
+//
+//   - a request whose deadline has passed, or that has less than the policy's
+//     Min left, is refused: 504 Gateway Timeout, a Budget-Expired header
+//     naming the stage, and a one-line body saying so. next never runs.
+//   - a request with a malformed deadline header under a Strict policy is
+//     refused with 400 Bad Request and a body naming the header.
+//   - otherwise next runs with a context carrying the request's budget (its
+//     deadline is the caller's less the policy's Reserve) and its ledger.
+//
+// Requests for which the policy sets no deadline (nothing trusted was sent and
+// there is no Default) run next unchanged. Skewed and malformed values are
+// reported to the observer as [budget.EventSkew] and [budget.EventMalformed].
+func NewHandler(next http.Handler, opts ...Option) http.Handler {
+	cfg := handlerConfig{stage: "request"}
+	for _, o := range opts {
+		o.applyHandler(&cfg)
+	}
+	if cfg.policy == nil {
+		cfg.policy = new(wire.Switch)
+		cfg.policy.Store(&wire.Policy{})
+	}
+	return &handler{next: next, cfg: cfg}
+}
+
+type handler struct {
+	next http.Handler
+	cfg  handlerConfig
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	dec, err := h.cfg.policy.Decide(wire.HTTPHeader(r.Header), now)
+	if o := h.cfg.observer; o != nil {
+		if dec.Skew {
+			o.Observe(r.Context(), budget.Event{Kind: budget.EventSkew, Stage: h.cfg.stage, At: now})
+		}
+		if dec.Malformed > 0 {
+			o.Observe(r.Context(), budget.Event{Kind: budget.EventMalformed, Stage: h.cfg.stage, At: now,
+				Outcome: dec.MalformedFrom.String(), Err: err})
+		}
+	}
+	if err != nil {
+		h.refuse(w, r, now, dec, err)
+		return
+	}
+	if !dec.HasDeadline {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	bcfg := budget.Config{Stage: h.cfg.stage, Observer: h.cfg.observer, LedgerCapacity: h.cfg.ledgerCap}
+	ctx, cancel := bcfg.StartUntil(r.Context(), dec.Deadline)
+	defer cancel()
+	if h.cfg.serverTiming {
+		w = &timingWriter{ResponseWriter: w, ledger: budget.LedgerFrom(ctx)}
+	}
+	h.next.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// refuse answers a request the policy refused, without running the handler.
+func (h *handler) refuse(w http.ResponseWriter, r *http.Request, now time.Time, dec wire.Decision, err error) {
+	if h.cfg.observer != nil && dec.Reason != wire.ReasonMalformed {
+		h.cfg.observer.Observe(r.Context(), budget.Event{Kind: budget.EventShed, Stage: h.cfg.stage, At: now,
+			Remaining: dec.Remaining, Outcome: dec.Reason.String(), Err: err})
+	}
+	status, body := StatusOf(err), ""
+	switch dec.Reason {
+	case wire.ReasonMalformed:
+		body = err.Error()
+	case wire.ReasonExpired:
+		body = "budget: " + h.cfg.stage + " refused on arrival: the deadline had passed"
+	default:
+		body = (&budget.Error{Stage: h.cfg.stage, Kind: budget.Shed}).Error()
+	}
+	hdr := w.Header()
+	if status == http.StatusGatewayTimeout {
+		hdr.Set(wire.HeaderBudgetExpired, wire.FormatBudgetExpired(h.cfg.stage))
+	}
+	hdr.Set("Content-Type", "text/plain; charset=utf-8")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(body + "\n"))
+}
+
+// StatusOf maps an error to the HTTP status a server should answer with: 504
+// Gateway Timeout when the caller's budget is spent, wherever that was found
+// out (an expiry, a refusal for lack of time here or upstream), 400 Bad
+// Request for a malformed deadline header, 500 for anything else and 200 for
+// nil. It is the one place this package maps errors to statuses.
+func StatusOf(err error) int {
+	switch {
+	case err == nil:
+		return http.StatusOK
+	case errors.Is(err, wire.ErrMalformed):
+		return http.StatusBadRequest
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, budget.ErrInsufficient),
+		errors.Is(err, wire.ErrShed), errors.Is(err, ErrUpstreamExpired):
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}
+
+// timingWriter adds the Server-Timing header from the ledger when the handler
+// first writes.
+type timingWriter struct {
+	http.ResponseWriter
+	ledger *budget.Ledger
+	wrote  bool
+}
+
+func (t *timingWriter) WriteHeader(code int) {
+	if !t.wrote {
+		t.wrote = true
+		if st := t.ledger.ServerTiming(); st != "" {
+			t.Header().Set("Server-Timing", st)
+		}
+	}
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *timingWriter) Write(p []byte) (int, error) {
+	if !t.wrote {
+		t.WriteHeader(http.StatusOK)
+	}
+	return t.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer (Flush,
+// Hijack, deadlines).
+func (t *timingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }

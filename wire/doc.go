@@ -1,0 +1,58 @@
+// Package wire carries a request's deadline on the wire: it encodes the time left into
+// outbound headers, parses every deadline header a server may receive, and decides, under
+// an inbound [Policy], which deadline a request gets on arrival or whether it is refused.
+//
+// The package is a pure parsing layer. It imports only the standard library, never the
+// budget package itself, and never reads the clock: every function that needs the current
+// time takes it as a parameter named now, so results are reproducible and testable. The
+// HTTP and gRPC adapters build on it.
+//
+// # Outbound
+//
+// A sender writes both of this library's headers: [HeaderRequestTimeout] with the time
+// left in whole milliseconds, rounded down, and [HeaderRequestDeadline] with the same
+// deadline on the sender's wall clock. The relative value survives clocks that disagree;
+// the absolute one lets the receiver charge transit time to the budget. The encoders never
+// round up and never write "0": when less than one millisecond is left,
+// [AppendRequestTimeout] reports false so that the caller refuses locally instead of
+// sending a request nobody can serve. [AppendGRPCTimeout] writes grpc-timeout in the
+// finest unit that fits its eight digits, also rounded down.
+//
+// # Inbound
+//
+// Each parser gives one of three outcomes. An empty value is absent (ok is false and the
+// error is nil), because that is what [net/http.Header.Get] returns for a missing field. A
+// value that follows the header's grammar is valid. Anything else is malformed: the error
+// is a [*ParseError] naming the header and what was wrong, and it matches [ErrMalformed]
+// with [errors.Is]. Parsers accept ASCII digits only (no sign, no space, no exponent, no
+// other script's digits), cap the number of digits per header, clamp values that would
+// overflow a [time.Duration], and never panic; each one is fuzzed.
+//
+// [Extract] reads every trusted source of a request (repeated fields and comma-separated
+// values included) and lets the strictest value win. [Policy.Decide] adds the server's
+// rules: a maximum, a default, a minimum below which requests are shed on arrival, a
+// reserve kept back for writing the response, and strict or lenient treatment of malformed
+// values. A [Switch] holds the policy of a running server so that an operator can loosen
+// it or turn it off without a restart.
+//
+// # Clocks
+//
+// Relative values (milliseconds left) need no shared clock; absolute values (a wall-clock
+// instant) do. An absolute value is therefore used only when it is consistent with the
+// relative ones, within a skew threshold: then the tighter value wins, which charges the
+// request's transit time to its budget. An absolute value that would cut the budget by
+// more than the threshold, or that arrives alone already further in the past than the
+// threshold, is taken as evidence that the clocks disagree. It is reported (so it can be
+// counted) and ignored, and the policy default applies; the request is not treated as
+// expired, because a wrong clock is the likelier explanation than a transit that long.
+// Deadlines returned by this package are expressed as now plus a duration, so they carry
+// now's monotonic clock reading when now has one.
+//
+// # Cost
+//
+// The parsers, the Append encoders, [Extract] and [Policy.Decide] over an [HTTPHeader] or
+// [Metadata] do not allocate on valid input; the Format encoders allocate the returned
+// string. Errors allocate only when a malformed value must be described. All functions are
+// safe for concurrent use; a [Policy] must not be modified while it is in use (store a new
+// one in a [Switch] instead).
+package wire

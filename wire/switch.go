@@ -1,0 +1,42 @@
+package wire
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Switch holds the [Policy] of a running server and lets an operator replace it without
+// a restart: loosen it, tighten it, or turn enforcement off. It is the kill switch the
+// design promises, in the spirit of userver's dynamic configuration.
+//
+// "Off" is a nil policy: [Switch.Decide] then reads no header, imposes no deadline and
+// refuses nothing, exactly as a nil *Policy does. A nil policy was preferred to a
+// Disabled field because it leaves no half-off states to reason about (is Max still
+// applied when disabled?) and because "no policy" is what an operator means by off.
+//
+// The zero Switch is off until a policy is stored. A Switch must not be copied after
+// first use. All methods are safe for concurrent use; Load and Decide take no lock and
+// do not allocate.
+type Switch struct {
+	p atomic.Pointer[Policy]
+}
+
+// Load returns the current policy, or nil when enforcement is off. The returned policy
+// must not be modified.
+func (s *Switch) Load() *Policy { return s.p.Load() }
+
+// Store replaces the policy; nil turns enforcement off. Store keeps its own copy of *p,
+// so the caller may reuse p afterwards. Requests already past Decide keep the decision
+// they got; later calls see the new policy. It allocates once.
+func (s *Switch) Store(p *Policy) {
+	if p != nil {
+		c := *p
+		p = &c
+	}
+	s.p.Store(p)
+}
+
+// Decide applies the current policy to a request; see [Policy.Decide].
+func (s *Switch) Decide(h Header, now time.Time) (Decision, error) {
+	return s.p.Load().Decide(h, now)
+}
