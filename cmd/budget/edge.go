@@ -17,7 +17,6 @@ import (
 // failed and why.
 type edge struct {
 	pat     pattern
-	budget  time.Duration
 	perCall time.Duration
 	// reserve is held back for the cache rung in the admission pattern.
 	reserve time.Duration
@@ -68,11 +67,7 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	idx, _ := strconv.Atoi(r.URL.Query().Get("i"))
 	ctx := r.Context()
 	if e.pat.budgetAware {
-		// The edge is where the latency is promised, so the budget starts
-		// here, whatever the caller sent.
-		var cancel context.CancelFunc
-		ctx, cancel = budget.Config{Stage: "edge"}.Start(ctx, e.budget)
-		defer cancel()
+		// The edge's inbound policy started the budget on arrival.
 		defer e.keepLedger(idx, budget.LedgerFrom(ctx))
 	}
 	var ans edgeAnswer

@@ -181,7 +181,7 @@ func runOverload(ctx context.Context, cfg overloadConfig, v overloadVariant, pro
 	w := wiring{budgetAware: v.budgetAware}
 	svc := &overloadService{
 		cfg: cfg, variant: v, sem: make(chan struct{}, cfg.workers),
-		dep: httpHop{client: w.httpClient(depTransport), url: ds.url},
+		dep: httpHop{client: w.httpClient(depTransport, "reviews"), url: ds.url},
 	}
 	svc.op = &budget.Op{Name: "reviews", Prior: cfg.fast, Cap: cfg.perCall, MinSamples: opMinSamples,
 		Estimator: budget.Estimator{Window: opWindow},
@@ -190,14 +190,14 @@ func runOverload(ctx context.Context, cfg overloadConfig, v overloadVariant, pro
 				svc.refused.Add(1)
 			}
 		})}
-	ss, err := startHTTPServer(serverHTTP(svc), true)
+	ss, err := startHTTPServer(serverHTTP(svc, "service"), true)
 	if err != nil {
 		return nil, err
 	}
 	servers = append(servers, ss)
 	userTransport := newH2CTransport()
 	servers = append(servers, closer(userTransport.CloseIdleConnections))
-	client := w.httpClient(userTransport)
+	client := w.httpClient(userTransport, "service")
 
 	type sample struct {
 		slow, measured bool

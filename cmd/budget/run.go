@@ -46,7 +46,6 @@ func runPattern(ctx context.Context, cfg *demoConfig, sc *scenario, pat pattern,
 	transport := newHTTPTransport()
 	defer transport.CloseIdleConnections()
 	w := wiring{budgetAware: pat.budgetAware}
-	client := w.httpClient(transport)
 
 	deps := map[string]*dependency{}
 	urls := map[string]string{}
@@ -78,7 +77,7 @@ func runPattern(ctx context.Context, cfg *demoConfig, sc *scenario, pat pattern,
 	}
 
 	e := &edge{
-		pat: pat, budget: cfg.budget, perCall: sc.perCall(cfg.budget),
+		pat: pat, perCall: sc.perCall(cfg.budget),
 		ledgers: map[int]*budget.Ledger{}, refusals: map[string]int{},
 	}
 	for _, ss := range sc.stages {
@@ -95,7 +94,7 @@ func runPattern(ctx context.Context, cfg *demoConfig, sc *scenario, pat pattern,
 				// The local cache: the admission pattern keeps time for it.
 				e.reserve = cacheReserve(cfg.budget)
 			case urls[rs.dep] != "":
-				rg.hop = httpHop{client: client, url: urls[rs.dep] + rs.path}
+				rg.hop = httpHop{client: w.httpClient(transport, name), url: urls[rs.dep] + rs.path}
 			case conns[rs.dep] != nil:
 				rg.hop = grpcHop{conn: conns[rs.dep]}
 			default:
@@ -105,7 +104,11 @@ func runPattern(ctx context.Context, cfg *demoConfig, sc *scenario, pat pattern,
 		}
 		e.stages = append(e.stages, st)
 	}
-	es, err := startHTTP(e)
+	var eh http.Handler = e
+	if pat.budgetAware {
+		eh = edgeHTTP(e, cfg.budget)
+	}
+	es, err := startHTTP(eh)
 	if err != nil {
 		return nil, err
 	}

@@ -95,7 +95,7 @@ func startDependencyHTTPServer(d *dependency, extra map[string]time.Duration, h2
 	for path, base := range extra {
 		mux.Handle(path, handle(base))
 	}
-	s, err := startHTTPServer(serverHTTP(mux), h2c)
+	s, err := startHTTPServer(serverHTTP(mux, d.name), h2c)
 	if err != nil {
 		return nil, err
 	}

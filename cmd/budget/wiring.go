@@ -21,13 +21,13 @@ type wiring struct {
 	budgetAware bool
 }
 
-// httpClient returns the client the edge uses for its HTTP hops. The caller
+// httpClient returns the client of the HTTP hop named stage. The caller
 // closes base's idle connections when the run ends.
-func (w wiring) httpClient(base *http.Transport) *http.Client {
+func (w wiring) httpClient(base *http.Transport, stage string) *http.Client {
 	if !w.budgetAware {
 		return &http.Client{Transport: base}
 	}
-	return &http.Client{Transport: budgetTransport(base)}
+	return &http.Client{Transport: budgetTransport(base, stage)}
 }
 
 // grpcDialOptions returns the options of the edge's gRPC channels.
