@@ -32,7 +32,7 @@ const (
 	defaultBudget      = 300 * time.Millisecond
 	defaultRequests    = 120
 	defaultConcurrency = 20
-	defaultFault       = "geometry=hang,payment=slowdown:1s"
+	defaultFault       = "geometry=hang,payment=slowdown:1s@0.25"
 	defaultScenario    = "all"
 	defaultOut         = "out"
 
@@ -69,7 +69,7 @@ Flags:
 	--requests N          requests per pattern and scenario (default 120)
 	--concurrency N       requests in flight at a time (default 20)
 	--fault LIST          faults to inject, comma-separated DEP=KIND, or none
-	                      (default geometry=hang,payment=slowdown:1s)
+	                      (default geometry=hang,payment=slowdown:1s@0.25)
 	                        DEP:  resolve, retrieve, geometry, inventory,
 	                              pricing, payment
 	                        KIND: hang            never answers by itself

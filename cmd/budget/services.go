@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -82,8 +83,13 @@ func startDependencyHTTPServer(d *dependency, extra map[string]time.Duration, h2
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err := d.serveWork(r.Context(), base); err != nil {
 				code := http.StatusGatewayTimeout
-				if errors.Is(err, errDependencyFailed) {
+				switch {
+				case errors.Is(err, errDependencyFailed):
 					code = http.StatusServiceUnavailable
+				case errors.Is(err, context.DeadlineExceeded):
+					// The work stopped at the deadline the caller sent: say
+					// the budget is spent, so no client layer retries.
+					w.Header().Set("Budget-Expired", d.name)
 				}
 				http.Error(w, err.Error(), code)
 				return
