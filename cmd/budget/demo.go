@@ -43,7 +43,16 @@ func demoMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // runDemo runs every configured scenario and pattern, reporting progress to
 // progressW, and returns the measurements.
 func runDemo(ctx context.Context, cfg *demoConfig, progressW io.Writer) (*report, error) {
-	prog := newProgress(progressW)
+	parts := 0
+	for _, sc := range scenarios {
+		if cfg.has(sc.key) {
+			parts += len(patterns)
+		}
+	}
+	if cfg.has("overload") {
+		parts += len(overloadVariants)
+	}
+	prog := newProgress(progressW, parts)
 	start := time.Now()
 	var all []scenarioRuns
 	for _, sc := range scenarios {

@@ -17,6 +17,9 @@ type progress struct {
 	tty   bool
 	start time.Time
 
+	parts int // parts of the run in all
+	part  int // the current part, from 1
+
 	mu    sync.Mutex
 	what  string
 	done  int
@@ -25,8 +28,8 @@ type progress struct {
 	width int
 }
 
-func newProgress(w io.Writer) *progress {
-	return &progress{w: w, tty: isTerminal(w), start: time.Now()}
+func newProgress(w io.Writer, parts int) *progress {
+	return &progress{w: w, tty: isTerminal(w), start: time.Now(), parts: parts}
 }
 
 // isTerminal reports whether w is a character device, such as a terminal.
@@ -46,10 +49,11 @@ func (p *progress) begin(scenario, part string, total int) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.what = scenario + " · " + part
+	p.part++
+	p.what = fmt.Sprintf("[%d/%d] %s · %s", p.part, p.parts, scenario, part)
 	p.done, p.total = 0, total
 	if !p.tty {
-		fmt.Fprintf(p.w, "demo: %6.1fs  %s (%d requests)\n", time.Since(p.start).Seconds(), p.what, total)
+		fmt.Fprintf(p.w, "demo: %5.1fs  %s (%d requests)\n", time.Since(p.start).Seconds(), p.what, total)
 		return
 	}
 	p.drawLocked()
