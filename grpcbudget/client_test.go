@@ -103,26 +103,6 @@ func TestClientRefusesBeforeSending(t *testing.T) {
 	}
 }
 
-func TestClientExpiryMatchesDeadlineExceeded(t *testing.T) {
-	t.Parallel()
-	c, svc := serve(t, nil, withClient()...)
-	ctx, cancel := budget.Start(context.Background(), 50*ms)
-	defer cancel()
-	start := time.Now()
-	err := do(ctx, c, "hang")
-	if status.Code(err) != codes.DeadlineExceeded || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v: want DEADLINE_EXCEEDED matching context.DeadlineExceeded", err)
-	}
-	if el := time.Since(start); el > 200*ms {
-		t.Fatalf("the call took %v of a 50ms budget", el)
-	}
-	// The plain server's handler stopped too: grpc-timeout reached it.
-	waitFor(t, func() bool { return !svc.last().stopped.IsZero() })
-	if over := svc.last().stopped.Sub(start.Add(50 * ms)); over > 50*ms {
-		t.Fatalf("the server's work stopped %v after the deadline", over)
-	}
-}
-
 // The CANCELLED-after-deadline rule on the client side, with a fake invoker
 // standing for a server or proxy that answers CANCELLED when it saw the
 // stream reset by the deadline.
