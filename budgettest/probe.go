@@ -58,9 +58,10 @@ func (r Record) PastDeadline() (time.Duration, bool) {
 
 // Track starts measuring one piece of work done for the caller of ctx, and
 // returns the function to call when the work stops; call it exactly once,
-// typically deferred. Track costs a context.AfterFunc registration and two
+// typically deferred. stop returns the work's record, for code that reports
+// it per request. Track costs a context.AfterFunc registration and three
 // allocations.
-func (p *Probe) Track(ctx context.Context) (stop func()) {
+func (p *Probe) Track(ctx context.Context) (stop func() Record) {
 	t := &tracked{ctx: ctx, rec: Record{Start: time.Now()}}
 	t.rec.Deadline, _ = ctx.Deadline()
 	t.release = context.AfterFunc(ctx, t.gaveUp)
@@ -70,7 +71,7 @@ func (p *Probe) Track(ctx context.Context) (stop func()) {
 	}
 	p.running++
 	p.mu.Unlock()
-	return func() { p.stop(t) }
+	return func() Record { return p.stop(t) }
 }
 
 // tracked is one piece of work being measured.
@@ -101,7 +102,7 @@ func (t *tracked) doneAt(now time.Time) time.Time {
 	return now
 }
 
-func (p *Probe) stop(t *tracked) {
+func (p *Probe) stop(t *tracked) Record {
 	now := time.Now()
 	t.release()
 	t.mu.Lock()
@@ -126,6 +127,7 @@ func (p *Probe) stop(t *tracked) {
 		p.idle = nil
 	}
 	p.mu.Unlock()
+	return rec
 }
 
 // Records returns a copy of the records of the work that has stopped, in the
