@@ -34,8 +34,9 @@ import (
 //     deadline as Request-Timeout-Ms and Request-Deadline.
 //
 // A CANCELLED that arrives after the call's deadline has passed is reported
-// as DEADLINE_EXCEEDED, matching [context.DeadlineExceeded] (see [Code]). It
-// makes no retries of its own. Calls without a deadline are sent unchanged
+// as DEADLINE_EXCEEDED (see [Code]); that and every DEADLINE_EXCEEDED ending a
+// call with a deadline also match [context.DeadlineExceeded], as an expiry
+// of the budget. It makes no retries of its own. Calls without a deadline are sent unchanged
 // (through the op, when there is one).
 func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
 	c := newClient(opts)
@@ -75,7 +76,7 @@ func (c *client) unary(ctx context.Context, method string, req, reply any, cc *g
 		if err != nil {
 			return err
 		}
-		err = c.result(octx, method, invoker(octx, method, req, reply, cc, opts...))
+		err = c.result(octx, invoker(octx, method, req, reply, cc, opts...))
 		if cancel != nil {
 			cancel()
 		}
@@ -87,7 +88,7 @@ func (c *client) unary(ctx context.Context, method string, req, reply any, cc *g
 	} else {
 		err = call(ctx)
 	}
-	return c.result(ctx, method, err)
+	return c.result(ctx, err)
 }
 
 func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
@@ -97,28 +98,28 @@ func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 			err := &budget.Error{Stage: op.Name, Kind: budget.Insufficient, Remaining: dec.Available, Needed: dec.Needed}
 			budget.Note(ctx, budget.Event{Kind: budget.EventRefuse, Stage: op.Name, Remaining: dec.Available,
 				Needed: dec.Needed, Outcome: "insufficient", Err: err})
-			return nil, c.result(ctx, method, err)
+			return nil, c.result(ctx, err)
 		}
 	}
 	octx, cancel, err := c.outgoing(ctx, method)
 	if err != nil {
-		return nil, c.result(ctx, method, err)
+		return nil, c.result(ctx, err)
 	}
 	cs, err := streamer(octx, desc, cc, method, opts...)
 	if err != nil {
 		if cancel != nil {
 			cancel()
 		}
-		return nil, c.result(ctx, method, err)
+		return nil, c.result(ctx, err)
 	}
 	if cancel != nil {
 		// The transit deadline lives as long as the stream: grpc-go ends the
 		// stream when its context is done, and releases the context's
 		// resources then; cancel also runs when the stream ends with an error
 		// on Recv.
-		return &clientStream{ClientStream: cs, ctx: ctx, method: method, c: c, cancel: cancel}, nil
+		return &clientStream{ClientStream: cs, ctx: ctx, c: c, cancel: cancel}, nil
 	}
-	return &clientStream{ClientStream: cs, ctx: ctx, method: method, c: c}, nil
+	return &clientStream{ClientStream: cs, ctx: ctx, c: c}, nil
 }
 
 // outgoing checks that the call is worth sending and prepares its context:
@@ -164,19 +165,21 @@ const (
 )
 
 // result gives a call's error its status code, reporting a cancellation after
-// the deadline as an expiry. A DEADLINE_EXCEEDED status that ended a call
-// whose own deadline has passed is an actual expiry of the budget, so it is
-// made to match [context.DeadlineExceeded] as well, which grpc-go's status
-// errors do not.
-func (c *client) result(ctx context.Context, method string, err error) error {
+// the deadline as an expiry. A DEADLINE_EXCEEDED that ends a call with a
+// deadline is an expiry of the budget, so it is made to match
+// [context.DeadlineExceeded] as well, which grpc-go's status errors do not.
+// That holds even when it arrives a little before the call's own deadline:
+// the callee measures the deadline it was sent with the transit charged and
+// rounded down, so it ends first.
+func (c *client) result(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	if code := Code(ctx, err); code == codes.DeadlineExceeded && deadlinePassed(ctx) &&
+	if _, ok := ctx.Deadline(); ok && Code(ctx, err) == codes.DeadlineExceeded &&
 		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, budget.ErrInsufficient) {
-		return &codedError{code: code, err: &budget.Error{Stage: method, Kind: budget.Expired, Err: err}}
+		return newExpiry(err)
 	}
-	return toStatus(ctx, method, err)
+	return toStatus(ctx, err)
 }
 
 // clientStream maps the errors of a stream's later operations as the
@@ -184,7 +187,6 @@ func (c *client) result(ctx context.Context, method string, err error) error {
 type clientStream struct {
 	grpc.ClientStream
 	ctx    context.Context
-	method string
 	c      *client
 	cancel context.CancelFunc
 }
@@ -197,7 +199,7 @@ func (s *clientStream) RecvMsg(m any) error {
 	if err == nil || isEOF(err) {
 		return err
 	}
-	return s.c.result(s.ctx, s.method, err)
+	return s.c.result(s.ctx, err)
 }
 
 func (s *clientStream) SendMsg(m any) error {
@@ -205,7 +207,7 @@ func (s *clientStream) SendMsg(m any) error {
 	if err == nil || isEOF(err) {
 		return err
 	}
-	return s.c.result(s.ctx, s.method, err)
+	return s.c.result(s.ctx, err)
 }
 
 func isEOF(err error) bool { return err == io.EOF }

@@ -63,14 +63,38 @@ func codeOf(err error) codes.Code {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, budget.ErrInsufficient), errors.Is(err, wire.ErrShed):
 		return codes.DeadlineExceeded
 	}
-	var gs interface{ GRPCStatus() *status.Status }
-	if errors.As(err, &gs) {
-		return gs.GRPCStatus().Code()
+	if code, ok := statusCode(err); ok {
+		return code
 	}
 	if errors.Is(err, context.Canceled) {
 		return codes.Canceled
 	}
 	return codes.Unknown
+}
+
+// statusCode returns the code of the first error in err's tree that carries
+// a gRPC status, as errors.As would find it, without errors.As's allocation.
+func statusCode(err error) (codes.Code, bool) {
+	for err != nil {
+		switch e := err.(type) {
+		case *codedError:
+			return e.code, true
+		case interface{ GRPCStatus() *status.Status }:
+			return e.GRPCStatus().Code(), true
+		case interface{ Unwrap() error }:
+			err = e.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, err := range e.Unwrap() {
+				if code, ok := statusCode(err); ok {
+					return code, true
+				}
+			}
+			return 0, false
+		default:
+			return 0, false
+		}
+	}
+	return 0, false
 }
 
 // deadlinePassed reports whether ctx's deadline, if any, has passed.
@@ -101,23 +125,50 @@ func (e *codedError) Unwrap() error { return e.err }
 // GRPCStatus returns the status gRPC sends and status.FromError reports.
 func (e *codedError) GRPCStatus() *status.Status { return status.New(e.code, e.err.Error()) }
 
-// toStatus returns err as an error carrying the status code Code gives it.
-// Errors that already carry that code are returned unchanged. A cancellation
-// reported as DEADLINE_EXCEEDED becomes a [*budget.Error] of kind Expired
-// naming stage, so that it matches [context.DeadlineExceeded] as an actual
-// expiry must; the original error stays reachable with errors.Is.
-func toStatus(ctx context.Context, stage string, err error) error {
+// expiry reports an error that ended a call as an expiry of the call's
+// deadline: a DEADLINE_EXCEEDED status, with the original message, that also
+// matches [context.DeadlineExceeded], as an actual expiry must. It wraps
+// grpc-go's DEADLINE_EXCEEDED statuses (which match no context error) and
+// cancellations that came after the deadline.
+type expiry struct {
+	err error
+	st  *status.Status
+}
+
+func newExpiry(err error) *expiry {
+	msg := err.Error()
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if gs, ok := e.(interface{ GRPCStatus() *status.Status }); ok {
+			msg = gs.GRPCStatus().Message()
+			break
+		}
+	}
+	return &expiry{err: err, st: status.New(codes.DeadlineExceeded, msg)}
+}
+
+func (e *expiry) Error() string { return e.st.Err().Error() }
+
+func (e *expiry) Unwrap() error { return e.err }
+
+// GRPCStatus returns the status gRPC sends and status.FromError reports.
+func (e *expiry) GRPCStatus() *status.Status { return e.st }
+
+// Is reports whether target is context.DeadlineExceeded.
+func (e *expiry) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// toStatus returns err as an error carrying the status code [Code] gives it.
+// Errors that already carry that code are returned unchanged; a cancellation
+// reported as DEADLINE_EXCEEDED becomes an [expiry].
+func toStatus(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
 	code := Code(ctx, err)
-	var gs interface{ GRPCStatus() *status.Status }
-	if errors.As(err, &gs) && gs.GRPCStatus().Code() == code {
+	if c, ok := statusCode(err); ok && c == code {
 		return err
 	}
-	if code == codes.DeadlineExceeded && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, budget.ErrInsufficient) &&
-		!errors.Is(err, wire.ErrShed) {
-		err = &budget.Error{Stage: stage, Kind: budget.Expired, Err: err}
+	if code == codes.DeadlineExceeded && codeOf(err) == codes.Canceled {
+		return newExpiry(err)
 	}
 	return &codedError{code: code, err: err}
 }

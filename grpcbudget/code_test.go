@@ -51,3 +51,18 @@ func TestCode(t *testing.T) {
 		}
 	}
 }
+
+func TestCodeAllocations(t *testing.T) {
+	ctx := context.Background()
+	for _, err := range []error{
+		status.Error(codes.NotFound, "x"),
+		fmt.Errorf("wrapped: %w", status.Error(codes.NotFound, "x")),
+		&budget.Error{Kind: budget.Insufficient},
+		context.Canceled,
+		wire.ErrShed,
+	} {
+		if n := testing.AllocsPerRun(100, func() { grpcbudget.Code(ctx, err) }); n != 0 {
+			t.Errorf("Code(%v) allocates %v times", err, n)
+		}
+	}
+}

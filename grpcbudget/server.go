@@ -93,7 +93,7 @@ func (s *server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 		resp, err = handler(bctx, req)
 	}
 	if err != nil {
-		return resp, toStatus(bctx, s.stage(info.FullMethod), err)
+		return resp, toStatus(bctx, err)
 	}
 	return resp, nil
 }
@@ -115,7 +115,7 @@ func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	} else {
 		err = handler(srv, ss)
 	}
-	return toStatus(bctx, s.stage(info.FullMethod), err)
+	return toStatus(bctx, err)
 }
 
 func (s *server) op(method string) *budget.Op {
