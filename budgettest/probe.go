@@ -2,7 +2,6 @@ package budgettest
 
 import (
 	"context"
-	"errors"
 	"math"
 	"slices"
 	"sync"
@@ -29,9 +28,11 @@ type Record struct {
 	// Deadline is the deadline of the work's context; zero when it had none.
 	Deadline time.Time
 	// GaveUp is when the caller gave up: the moment the work's context was
-	// done. When the context ended by its deadline, GaveUp is the deadline
-	// itself, not the later moment the probe was told of it, so scheduling
-	// delays count against the work. It is zero when the work stopped first.
+	// done, or its deadline when that had passed by then (a context whose
+	// timer fires late, or that a cancellation from the caller ends just
+	// after its deadline, still ended at the deadline for the caller). So
+	// scheduling delays count against the work, not for it. It is zero when
+	// the work stopped first.
 	GaveUp time.Time
 	// Stop is when the work stopped (the stop function was called).
 	Stop time.Time
@@ -93,10 +94,10 @@ func (t *tracked) gaveUp() {
 	t.mu.Unlock()
 }
 
-// doneAt returns when the context, found done at now, was done: its deadline
-// when that is what ended it.
+// doneAt returns when the caller of a context found done at now gave up: at
+// the context's deadline when that had passed, else now.
 func (t *tracked) doneAt(now time.Time) time.Time {
-	if errors.Is(context.Cause(t.ctx), context.DeadlineExceeded) && !t.rec.Deadline.IsZero() && t.rec.Deadline.Before(now) {
+	if !t.rec.Deadline.IsZero() && t.rec.Deadline.Before(now) {
 		return t.rec.Deadline
 	}
 	return now

@@ -105,6 +105,8 @@ func TestAcrossProcesses(t *testing.T) {
 	t.Run("a hanging backend", func(t *testing.T) {
 		const n, workers = 200, 8
 		over := make([]time.Duration, n) // the edge's answer time less its budget
+		sent := make([]time.Time, n)
+		answered := make([]time.Time, n)
 		ids := make(chan int)
 		var wg sync.WaitGroup
 		for range workers {
@@ -112,7 +114,9 @@ func TestAcrossProcesses(t *testing.T) {
 				for i := range ids {
 					start := time.Now()
 					code, _ := get(t, client, url, fmt.Sprintf("hang-%d", i), "hang")
-					over[i] = time.Since(start) - edgeBudget
+					end := time.Now()
+					over[i] = end.Sub(start) - edgeBudget
+					sent[i], answered[i] = start, end
 					if code != http.StatusGatewayTimeout {
 						t.Errorf("request %d: status %d, want 504", i, code)
 					}
@@ -125,11 +129,13 @@ func TestAcrossProcesses(t *testing.T) {
 		close(ids)
 		wg.Wait()
 
-		var ownDeadline, edgeDeadline, orphaned, edgeDone []time.Duration
+		var ownDeadline, edgeDeadline, orphaned, edgeDone, toEdge, fromEdge []time.Duration
 		for i := range n {
 			hops := lines.wait(t, fmt.Sprintf("hang-%d", i), "edge", "backend")
 			e, b := hops["edge"], hops["backend"]
 			edgeDone = append(edgeDone, time.Duration(e.Done-e.Arrived)-edgeBudget)
+			toEdge = append(toEdge, time.Duration(e.Arrived-sent[i].UnixNano()))
+			fromEdge = append(fromEdge, time.Duration(answered[i].UnixNano()-e.Done))
 			if b.GaveUp == 0 {
 				t.Errorf("hang-%d: the backend's probe saw no caller give up", i)
 			}
@@ -142,6 +148,8 @@ func TestAcrossProcesses(t *testing.T) {
 			edgeBudget, n, q(over, 0.5), p99, q(over, 1))
 		t.Logf("the edge's own account, answer written less its budget: p50 %v, p99 %v, max %v",
 			q(edgeDone, 0.5), q(edgeDone, 0.99), q(edgeDone, 1))
+		t.Logf("outside the edge's handler: client → handler p50 %v, p99 %v; handler done → client has the answer p50 %v, p99 %v",
+			q(toEdge, 0.5), q(toEdge, 0.99), q(fromEdge, 0.5), q(fromEdge, 0.99))
 		t.Logf("backend work stopped after its own deadline: p50 %v, p99 %v, max %v",
 			q(ownDeadline, 0.5), q(ownDeadline, 0.99), q(ownDeadline, 1))
 		t.Logf("backend work stopped after the edge's deadline: p50 %v, p99 %v, max %v",
