@@ -119,6 +119,9 @@ func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 		// on Recv.
 		return &clientStream{ClientStream: cs, ctx: ctx, c: c, cancel: cancel}, nil
 	}
+	if _, ok := ctx.Deadline(); !ok {
+		return cs, nil // no deadline: nothing for the wrapper to map
+	}
 	return &clientStream{ClientStream: cs, ctx: ctx, c: c}, nil
 }
 
