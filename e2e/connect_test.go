@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -97,10 +98,12 @@ func TestConnectClientToOurMiddleware(t *testing.T) {
 		if !errors.As(err, &cerr) || svc.calls.Load() != before {
 			t.Fatalf("err = %v, handler calls %d → %d: want a refusal before the handler", err, before, svc.calls.Load())
 		}
-		// The middleware answers 504 with a plain body, which the Connect
-		// protocol's HTTP-to-code table maps to UNAVAILABLE, a code Connect
-		// and gRPC retry policies commonly retry.
-		t.Logf("a Connect client sees the refusal as %v: %v", cerr.Code(), cerr.Message())
+		// The middleware answers a Connect request with a Connect error body,
+		// so the client sees DEADLINE_EXCEEDED, not the UNAVAILABLE it would
+		// infer from a bare 504 (a code retry policies retry).
+		if cerr.Code() != connect.CodeDeadlineExceeded || !strings.Contains(cerr.Message(), "refused on arrival") {
+			t.Fatalf("a Connect client sees the refusal as %v: %v", cerr.Code(), cerr.Message())
+		}
 	})
 
 	t.Run("a hanging handler answers within the budget", func(t *testing.T) {
