@@ -34,6 +34,11 @@ var ErrUpstreamExpired = errors.New("httpbudget: upstream refused: budget spent"
 //
 // It makes no retries of its own. Requests without a deadline pass through
 // unchanged. A Transport is safe for concurrent use.
+//
+// Clients built on top of an http.Client may re-map the error: connect-go, for
+// one, reports any transport error that is not a context error as
+// CodeUnavailable. A local refusal still matches [budget.ErrInsufficient]
+// through their wrapping; check it before retrying.
 type Transport struct {
 	base http.RoundTripper
 	cfg  clientConfig

@@ -2,8 +2,10 @@ package httpbudget
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/timebudget/budget"
@@ -93,10 +95,34 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, now time.Time, 
 	if status == http.StatusGatewayTimeout {
 		hdr.Set(wire.HeaderBudgetExpired, wire.FormatBudgetExpired(h.cfg.stage))
 	}
-	hdr.Set("Content-Type", "text/plain; charset=utf-8")
 	hdr.Set("X-Content-Type-Options", "nosniff")
+	if isConnectUnary(r) {
+		// A Connect client reads the code from a JSON body; from a bare
+		// status it would infer UNAVAILABLE, which retry policies retry.
+		code := "deadline_exceeded"
+		if status == http.StatusBadRequest {
+			code = "invalid_argument"
+		}
+		hdr.Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		msg, _ := json.Marshal(body)
+		_, _ = w.Write([]byte(`{"code":"` + code + `","message":` + string(msg) + "}"))
+		return
+	}
+	hdr.Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(body + "\n"))
+}
+
+// isConnectUnary reports whether r is a Connect protocol unary request, whose
+// errors are JSON bodies. Connect streaming and gRPC requests report errors
+// in-band and are left to their own handlers.
+func isConnectUnary(r *http.Request) bool {
+	if r.Header.Get("Connect-Protocol-Version") == "" {
+		return false
+	}
+	ct := r.Header.Get("Content-Type")
+	return !strings.HasPrefix(ct, "application/connect+") && !strings.HasPrefix(ct, "application/grpc")
 }
 
 // StatusOf maps an error to the HTTP status a server should answer with: 504

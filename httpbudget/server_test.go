@@ -177,3 +177,19 @@ func TestStatusOf(t *testing.T) {
 		}
 	}
 }
+
+func TestHandlerAnswersConnectRequestsWithAConnectError(t *testing.T) {
+	t.Parallel()
+	h := httpbudget.NewHandler(http.NotFoundHandler(), httpbudget.WithPolicy(&wire.Policy{Min: time.Second}),
+		httpbudget.WithStage("pricing"))
+	req := httptest.NewRequest(http.MethodPost, "/pkg.Svc/Method", strings.NewReader("{}"))
+	req.Header.Set("Connect-Protocol-Version", "1")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Connect-Timeout-Ms", "10")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	want := `{"code":"deadline_exceeded","message":"budget: pricing refused on arrival: too little time left"}`
+	if rec.Code != 504 || rec.Body.String() != want || rec.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("%d %q %q", rec.Code, rec.Header().Get("Content-Type"), rec.Body.String())
+	}
+}

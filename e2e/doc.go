@@ -1,0 +1,12 @@
+// Package e2e proves, across real processes, what the budget promises: an
+// edge, a service and a backend, three separate programs (cmd/edge,
+// cmd/service, cmd/backend) joined over loopback by delaying TCP proxies,
+// carry one deadline end to end. The test in this package builds and starts
+// them, and checks from what each process reports that the remaining budget
+// shrinks at every hop by at least the time spent and the transit, that the
+// edge answers within its budget when the backend hangs, and that the
+// backend's work stops at the deadline, as measured by its orphan-work probe.
+//
+// The module also holds the Connect interoperability tests: connect-go
+// clients and handlers against httpbudget's middleware and transport.
+package e2e

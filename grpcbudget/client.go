@@ -1,0 +1,216 @@
+package grpcbudget
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/wire"
+)
+
+// UnaryClientInterceptor returns an interceptor that sends each call's
+// remaining budget and refuses, without a network call, calls that cannot
+// finish in it.
+//
+// For a call whose context has a deadline it
+//
+//   - runs the call as one attempt of the method's op when [WithAdmission]
+//     gives it one: the op refuses a call its measurements say cannot finish,
+//     bounds the attempt by its Cap and the budget's reserve, and learns the
+//     call's latency;
+//   - refuses the call locally when less than the minimum useful time is left
+//     (after the transit allowance), so a timeout of zero or less is never
+//     sent. The error matches [budget.ErrInsufficient] (or
+//     [context.DeadlineExceeded] when the deadline has already passed) and
+//     carries DEADLINE_EXCEEDED for status.Code;
+//   - otherwise lets grpc-go send the time left as grpc-timeout (the context's
+//     deadline, less transit) and, with [WithBudgetMetadata], the same
+//     deadline as Request-Timeout-Ms and Request-Deadline.
+//
+// A CANCELLED that arrives after the call's deadline has passed is reported
+// as DEADLINE_EXCEEDED (see [Code]); that and every DEADLINE_EXCEEDED ending a
+// call with a deadline also match [context.DeadlineExceeded], as an expiry
+// of the budget. It makes no retries of its own. Calls without a deadline are sent unchanged
+// (through the op, when there is one).
+func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
+	c := newClient(opts)
+	return c.unary
+}
+
+// StreamClientInterceptor returns the streaming counterpart of
+// [UnaryClientInterceptor]. A stream is admitted or refused by the method's
+// op before it is opened, but it does not teach the op its latency: a
+// stream's lifetime is not the time a call takes.
+func StreamClientInterceptor(opts ...ClientOption) grpc.StreamClientInterceptor {
+	c := newClient(opts)
+	return c.stream
+}
+
+type client struct{ cfg clientConfig }
+
+func newClient(opts []ClientOption) *client {
+	cfg := clientConfig{minUseful: time.Millisecond}
+	for _, o := range opts {
+		o.applyClient(&cfg)
+	}
+	return &client{cfg: cfg}
+}
+
+func (c *client) op(method string) *budget.Op {
+	if c.cfg.ops == nil {
+		return nil
+	}
+	return c.cfg.ops(method)
+}
+
+func (c *client) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
+	invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	call := func(actx context.Context) error {
+		octx, cancel, err := c.outgoing(actx, method)
+		if err != nil {
+			return err
+		}
+		err = c.result(octx, invoker(octx, method, req, reply, cc, opts...))
+		if cancel != nil {
+			cancel()
+		}
+		return err
+	}
+	var err error
+	if op := c.op(method); op != nil {
+		err = op.Do(ctx, call)
+	} else {
+		err = call(ctx)
+	}
+	return c.result(ctx, err)
+}
+
+func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
+	streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	if op := c.op(method); op != nil && ctx.Err() == nil {
+		if dec := op.Admit(ctx); !dec.Admit {
+			err := &budget.Error{Stage: op.Name, Kind: budget.Insufficient, Remaining: dec.Available, Needed: dec.Needed}
+			budget.Note(ctx, budget.Event{Kind: budget.EventRefuse, Stage: op.Name, Remaining: dec.Available,
+				Needed: dec.Needed, Outcome: "insufficient", Err: err})
+			return nil, c.result(ctx, err)
+		}
+	}
+	octx, cancel, err := c.outgoing(ctx, method)
+	if err != nil {
+		return nil, c.result(ctx, err)
+	}
+	cs, err := streamer(octx, desc, cc, method, opts...)
+	if err != nil {
+		if cancel != nil {
+			cancel()
+		}
+		return nil, c.result(ctx, err)
+	}
+	if cancel != nil {
+		// The transit deadline lives as long as the stream: grpc-go ends the
+		// stream when its context is done, and releases the context's
+		// resources then; cancel also runs when the stream ends with an error
+		// on Recv.
+		return &clientStream{ClientStream: cs, ctx: ctx, c: c, cancel: cancel}, nil
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		return cs, nil // no deadline: nothing for the wrapper to map
+	}
+	return &clientStream{ClientStream: cs, ctx: ctx, c: c}, nil
+}
+
+// outgoing checks that the call is worth sending and prepares its context:
+// the transit allowance taken off its deadline and, when configured, this
+// library's metadata. cancel is nil when the context was not derived.
+func (c *client) outgoing(ctx context.Context, method string) (context.Context, context.CancelFunc, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return ctx, nil, nil
+	}
+	now := time.Now()
+	remaining := deadline.Sub(now)
+	left := remaining - c.cfg.transit
+	if left < c.cfg.minUseful {
+		err := &budget.Error{Stage: method, Kind: budget.Insufficient, Remaining: left, Needed: c.cfg.minUseful}
+		if ctx.Err() != nil {
+			err.Kind, err.Err = budget.Expired, ctx.Err()
+		}
+		budget.Note(ctx, budget.Event{Kind: budget.EventRefuse, Stage: method, At: now, Remaining: remaining,
+			Needed: c.cfg.minUseful, Outcome: "insufficient", Err: err})
+		return nil, nil, err
+	}
+	var cancel context.CancelFunc
+	if c.cfg.transit > 0 {
+		deadline = deadline.Add(-c.cfg.transit)
+		ctx, cancel = context.WithDeadlineCause(ctx, deadline, budget.ErrBudgetExpired)
+	}
+	if c.cfg.metadata {
+		var tbuf, dbuf [24]byte
+		tv, _ := wire.AppendRequestTimeout(tbuf[:0], left)
+		kv := []string{requestTimeoutKey, string(tv)}
+		if dv, ok := wire.AppendRequestDeadline(dbuf[:0], deadline); ok {
+			kv = append(kv, requestDeadlineKey, string(dv))
+		}
+		ctx = metadata.AppendToOutgoingContext(ctx, kv...)
+	}
+	return ctx, cancel, nil
+}
+
+const (
+	requestTimeoutKey  = "request-timeout-ms"
+	requestDeadlineKey = "request-deadline"
+)
+
+// result gives a call's error its status code, reporting a cancellation after
+// the deadline as an expiry. A DEADLINE_EXCEEDED that ends a call with a
+// deadline is an expiry of the budget, so it is made to match
+// [context.DeadlineExceeded] as well, which grpc-go's status errors do not.
+// That holds even when it arrives a little before the call's own deadline:
+// the callee measures the deadline it was sent with the transit charged and
+// rounded down, so it ends first.
+func (c *client) result(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := ctx.Deadline(); ok && Code(ctx, err) == codes.DeadlineExceeded &&
+		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, budget.ErrInsufficient) {
+		return newExpiry(err)
+	}
+	return toStatus(ctx, err)
+}
+
+// clientStream maps the errors of a stream's later operations as the
+// interceptor maps the error of opening it.
+type clientStream struct {
+	grpc.ClientStream
+	ctx    context.Context
+	c      *client
+	cancel context.CancelFunc
+}
+
+func (s *clientStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if err != nil && s.cancel != nil {
+		s.cancel()
+	}
+	if err == nil || isEOF(err) {
+		return err
+	}
+	return s.c.result(s.ctx, err)
+}
+
+func (s *clientStream) SendMsg(m any) error {
+	err := s.ClientStream.SendMsg(m)
+	if err == nil || isEOF(err) {
+		return err
+	}
+	return s.c.result(s.ctx, err)
+}
+
+func isEOF(err error) bool { return err == io.EOF }

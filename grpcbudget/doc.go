@@ -1,0 +1,29 @@
+// Package grpcbudget carries a request's budget across gRPC.
+//
+// On the server, [UnaryServerInterceptor] and [StreamServerInterceptor] apply
+// an inbound [wire.Policy] that grpc-go alone cannot: a maximum a client may
+// ask for, a default for calls that carry no deadline, a minimum below which
+// calls are shed on arrival, the set of trusted sources, a reserve for
+// writing the response, and strict or lenient treatment of malformed values.
+// Every trusted source counts (grpc-timeout, Request-Timeout-Ms,
+// Request-Deadline, ...) and the strictest wins. A refused call never reaches
+// its handler; an admitted one runs with the budget and its ledger in its
+// context. A [wire.Switch] lets an operator change the policy at run time.
+//
+// On the client, [UnaryClientInterceptor] and [StreamClientInterceptor]
+// refuse, without a network call, calls that cannot finish in the time left,
+// and send that time as grpc-timeout (and optionally as this library's
+// metadata).
+//
+// Per-method admission ([WithAdmission]) runs calls as attempts of a
+// [budget.Op] on either side, so a method whose measured latency cannot fit
+// in what is left is refused before it starts.
+//
+// [Code] maps errors to status codes, in one place. Refusals for lack of time
+// and expiries are DEADLINE_EXCEEDED, malformed deadline values under a strict
+// policy INVALID_ARGUMENT, and a CANCELLED that comes after the deadline has
+// passed is reported as DEADLINE_EXCEEDED.
+//
+// This module requires google.golang.org/grpc; the budget module itself
+// depends only on the standard library.
+package grpcbudget

@@ -1,0 +1,144 @@
+package grpcbudget
+
+import (
+	"time"
+
+	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/wire"
+)
+
+// ServerOption configures [UnaryServerInterceptor] and [StreamServerInterceptor].
+type ServerOption interface{ applyServer(*serverConfig) }
+
+// ClientOption configures [UnaryClientInterceptor] and [StreamClientInterceptor].
+type ClientOption interface{ applyClient(*clientConfig) }
+
+// Option configures both sides: it is a [ServerOption] and a [ClientOption].
+type Option interface {
+	ServerOption
+	ClientOption
+}
+
+type serverConfig struct {
+	policy    *wire.Switch
+	stage     string
+	observer  budget.Observer
+	ledgerCap int
+	ops       func(fullMethod string) *budget.Op
+}
+
+type clientConfig struct {
+	transit   time.Duration
+	minUseful time.Duration
+	metadata  bool
+	ops       func(fullMethod string) *budget.Op
+}
+
+type serverOption func(*serverConfig)
+
+func (f serverOption) applyServer(c *serverConfig) { f(c) }
+
+type clientOption func(*clientConfig)
+
+func (f clientOption) applyClient(c *clientConfig) { f(c) }
+
+type bothOption struct {
+	server func(*serverConfig)
+	client func(*clientConfig)
+}
+
+func (o bothOption) applyServer(c *serverConfig) { o.server(c) }
+func (o bothOption) applyClient(c *clientConfig) { o.client(c) }
+
+// WithPolicy sets a fixed inbound policy. The default is the zero
+// [wire.Policy]: trust the default sources, impose no deadline on calls that
+// carry none, refuse only calls whose deadline has passed. A nil policy turns
+// enforcement off. Use [WithSwitch] to change it at run time.
+func WithPolicy(p *wire.Policy) ServerOption {
+	return serverOption(func(c *serverConfig) {
+		s := new(wire.Switch)
+		s.Store(p)
+		c.policy = s
+	})
+}
+
+// WithSwitch reads the inbound policy from s on every call, so an operator
+// can turn enforcement off or loosen it without a restart by storing a new
+// policy in s.
+func WithSwitch(s *wire.Switch) ServerOption {
+	return serverOption(func(c *serverConfig) { c.policy = s })
+}
+
+// WithStage names the stage that starts each call's budget, as the ledger and
+// refusals report it. The default is the call's full method name, such as
+// "/grpc.testing.TestService/UnaryCall".
+func WithStage(name string) ServerOption {
+	return serverOption(func(c *serverConfig) { c.stage = name })
+}
+
+// WithObserver sets the observer of every call's budget, including calls
+// refused on arrival. The default is none.
+func WithObserver(o budget.Observer) ServerOption {
+	return serverOption(func(c *serverConfig) { c.observer = o })
+}
+
+// WithLedgerCapacity bounds the events each call's ledger keeps; see
+// [budget.Config]. The default is [budget.DefaultLedgerCapacity]; a negative
+// value disables the ledger.
+func WithLedgerCapacity(n int) ServerOption {
+	return serverOption(func(c *serverConfig) { c.ledgerCap = n })
+}
+
+// WithAdmission gives methods an [budget.Op] each: lookup returns the op of a
+// full method name ("/pkg.Service/Method"), or nil for a method without one.
+// [Ops] turns a map into a lookup. The default is no admission.
+//
+// On the server, a call to a method with an op runs its handler as one
+// attempt of the op: the op measures the handler's latency, and a call whose
+// remaining budget the measurements say it cannot fit is refused before the
+// handler runs, with DEADLINE_EXCEEDED. On the client, the same happens before
+// anything is sent: a refused call makes no network call. Streams are
+// admitted the same way, but a stream's lifetime is not a latency, so on the
+// client a stream's op decides without learning (it learns from the unary
+// calls that share it), and on the server the handler's whole run is the
+// sample.
+func WithAdmission(lookup func(fullMethod string) *budget.Op) Option {
+	return bothOption{
+		server: func(c *serverConfig) { c.ops = lookup },
+		client: func(c *clientConfig) { c.ops = lookup },
+	}
+}
+
+// Ops maps full method names to their ops. Its Op method is a lookup for
+// [WithAdmission]: WithAdmission(grpcbudget.Ops{"/pkg.Svc/Get": getOp}.Op).
+type Ops map[string]*budget.Op
+
+// Op returns the op of fullMethod, or nil.
+func (o Ops) Op(fullMethod string) *budget.Op { return o[fullMethod] }
+
+// WithTransit sets the transit allowance taken off the time left before a
+// call is sent, so the callee does not count on time the call spends on the
+// wire. The call's context gets a deadline that much earlier, and grpc-go
+// sends that. The default is zero: with [WithBudgetMetadata] the callee's
+// skew check on Request-Deadline already charges transit when clocks agree.
+func WithTransit(d time.Duration) ClientOption {
+	return clientOption(func(c *clientConfig) { c.transit = max(d, 0) })
+}
+
+// WithMinUseful sets the least time worth sending a call with; below it the
+// call is refused locally, without a network call, with an error matching
+// [budget.ErrInsufficient] and carrying DEADLINE_EXCEEDED. The default is one
+// millisecond.
+func WithMinUseful(d time.Duration) ClientOption {
+	return clientOption(func(c *clientConfig) { c.minUseful = max(d, time.Millisecond) })
+}
+
+// WithBudgetMetadata also sends this library's Request-Timeout-Ms and
+// Request-Deadline with every call that has a deadline, beside grpc-go's own
+// grpc-timeout. The relative value survives a proxy that drops grpc-timeout;
+// the absolute one lets the callee charge the call's transit to the budget.
+// The default is off: grpc-timeout alone carries the budget, and the two
+// entries cost four allocations per call.
+func WithBudgetMetadata() ClientOption {
+	return clientOption(func(c *clientConfig) { c.metadata = true })
+}

@@ -1,0 +1,209 @@
+package grpcbudget
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/wire"
+)
+
+// UnaryServerInterceptor returns an interceptor that applies an inbound
+// deadline policy to every unary call before its handler sees it. Install it
+// first in the chain (grpc.ChainUnaryInterceptor), so that the rest of the
+// chain runs within the budget.
+//
+// grpc-go has already turned the call's grpc-timeout into the deadline of the
+// handler's context, and enforces it as it is: no maximum, no default, no
+// minimum (grpc/grpc-go#6844). The interceptor adds the policy. It reads the
+// incoming metadata and, when the policy trusts grpc-timeout, the deadline
+// grpc-go derived from it, so that every trusted source counts
+// (grpc-timeout, Request-Timeout-Ms, Request-Deadline, ...) and the strictest
+// wins; it then applies Max, Default, Min, Reserve and the malformed-value
+// rule ([wire.Policy.Decide]), and either
+//
+//   - refuses the call, without running the handler: DEADLINE_EXCEEDED when
+//     the deadline has passed or less than Min is left, INVALID_ARGUMENT
+//     naming the header for a malformed value under a Strict policy; or
+//   - runs the handler with a context carrying the call's budget and ledger
+//     ([budget.Config.StartUntil]), as one attempt of the method's op when
+//     [WithAdmission] gives it one; a call the op's measurements say cannot
+//     finish is refused with DEADLINE_EXCEEDED before the handler runs.
+//
+// A budget is never extended past its parent, so the handler's deadline is
+// never later than the client's own grpc-timeout, whatever the policy trusts:
+// the client stops waiting then. Trust decides whether grpc-timeout counts
+// as a source (and so whether Default applies and Min is checked against it).
+// A malformed grpc-timeout never reaches the interceptor: grpc-go rejects the
+// call with INTERNAL first.
+//
+// Errors the handler returns without a gRPC status are given one with
+// [Code]; a CANCELLED returned after the budget's deadline becomes
+// DEADLINE_EXCEEDED. Calls for which the policy sets no deadline run the
+// handler with its context unchanged. Skewed and malformed values are
+// reported to the observer as [budget.EventSkew] and [budget.EventMalformed],
+// refusals as [budget.EventShed].
+func UnaryServerInterceptor(opts ...ServerOption) grpc.UnaryServerInterceptor {
+	s := newServer(opts)
+	return s.unary
+}
+
+// StreamServerInterceptor returns the streaming counterpart of
+// [UnaryServerInterceptor], with the same policy, refusals and admission. The
+// handler's stream reports the budget's context from its Context method.
+func StreamServerInterceptor(opts ...ServerOption) grpc.StreamServerInterceptor {
+	s := newServer(opts)
+	return s.stream
+}
+
+type server struct{ cfg serverConfig }
+
+func newServer(opts []ServerOption) *server {
+	var cfg serverConfig
+	for _, o := range opts {
+		o.applyServer(&cfg)
+	}
+	if cfg.policy == nil {
+		cfg.policy = new(wire.Switch)
+		cfg.policy.Store(&wire.Policy{})
+	}
+	return &server{cfg: cfg}
+}
+
+func (s *server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	bctx, cancel, err := s.arrive(ctx, info.FullMethod)
+	if err != nil {
+		return nil, err
+	}
+	if cancel != nil {
+		defer cancel()
+	}
+	var resp any
+	if op := s.op(info.FullMethod); op != nil {
+		err = op.Do(bctx, func(ctx context.Context) error {
+			var err error
+			resp, err = handler(ctx, req)
+			return err
+		})
+	} else {
+		resp, err = handler(bctx, req)
+	}
+	if err != nil {
+		return resp, toStatus(bctx, err)
+	}
+	return resp, nil
+}
+
+func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	bctx, cancel, err := s.arrive(ss.Context(), info.FullMethod)
+	if err != nil {
+		return err
+	}
+	if cancel != nil {
+		defer cancel()
+	}
+	if op := s.op(info.FullMethod); op != nil {
+		err = op.Do(bctx, func(ctx context.Context) error {
+			return handler(srv, &serverStream{ServerStream: ss, ctx: ctx})
+		})
+	} else if bctx != ss.Context() {
+		err = handler(srv, &serverStream{ServerStream: ss, ctx: bctx})
+	} else {
+		err = handler(srv, ss)
+	}
+	return toStatus(bctx, err)
+}
+
+func (s *server) op(method string) *budget.Op {
+	if s.cfg.ops == nil {
+		return nil
+	}
+	return s.cfg.ops(method)
+}
+
+func (s *server) stage(method string) string {
+	if s.cfg.stage != "" {
+		return s.cfg.stage
+	}
+	return method
+}
+
+// arrive applies the policy to a call arriving with ctx. It returns the
+// context the handler runs in and, when a budget was started, its cancel
+// function; or the error refusing the call.
+func (s *server) arrive(ctx context.Context, method string) (context.Context, context.CancelFunc, error) {
+	now := time.Now()
+	p := s.cfg.policy.Load()
+	if p == nil {
+		return ctx, nil, nil
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	trust := p.Trust
+	if trust == 0 {
+		trust = wire.SourcesDefault
+	}
+	if dl, ok := ctx.Deadline(); ok && trust.Has(wire.SourceGRPCTimeout) {
+		// grpc-go consumed grpc-timeout; carry its deadline over so that it
+		// competes with the other sources. md is our own copy.
+		v, ok := wire.FormatGRPCTimeout(dl.Sub(now))
+		if !ok {
+			v = "0n"
+		}
+		if md == nil {
+			md = make(metadata.MD, 1)
+		}
+		md[grpcTimeoutKey] = []string{v}
+	}
+	dec, err := p.Decide(wire.Metadata(md), now)
+	stage := s.stage(method)
+	if o := s.cfg.observer; o != nil {
+		if dec.Skew {
+			o.Observe(ctx, budget.Event{Kind: budget.EventSkew, Stage: stage, At: now})
+		}
+		if dec.Malformed > 0 {
+			o.Observe(ctx, budget.Event{Kind: budget.EventMalformed, Stage: stage, At: now,
+				Outcome: dec.MalformedFrom.String(), Err: err})
+		}
+	}
+	if err != nil {
+		return nil, nil, s.refuse(ctx, stage, now, p.Min, dec, err)
+	}
+	if !dec.HasDeadline {
+		return ctx, nil, nil
+	}
+	cfg := budget.Config{Stage: stage, Observer: s.cfg.observer, LedgerCapacity: s.cfg.ledgerCap}
+	bctx, cancel := cfg.StartUntil(ctx, dec.Deadline)
+	return bctx, cancel, nil
+}
+
+const grpcTimeoutKey = "grpc-timeout"
+
+// refuse builds the error of a call the policy refused on arrival.
+func (s *server) refuse(ctx context.Context, stage string, now time.Time, min time.Duration, dec wire.Decision, err error) error {
+	if o := s.cfg.observer; o != nil && dec.Reason != wire.ReasonMalformed {
+		o.Observe(ctx, budget.Event{Kind: budget.EventShed, Stage: stage, At: now,
+			Remaining: dec.Remaining, Outcome: dec.Reason.String(), Err: err})
+	}
+	switch dec.Reason {
+	case wire.ReasonMalformed:
+		return &codedError{code: codes.InvalidArgument, err: err}
+	case wire.ReasonExpired:
+		return &codedError{code: codes.DeadlineExceeded,
+			err: &budget.Error{Stage: stage, Kind: budget.Expired, Remaining: dec.Remaining, Err: err}}
+	default:
+		return &codedError{code: codes.DeadlineExceeded,
+			err: &budget.Error{Stage: stage, Kind: budget.Shed, Remaining: dec.Remaining, Needed: min}}
+	}
+}
+
+// serverStream reports the budget's context to the handler.
+type serverStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *serverStream) Context() context.Context { return s.ctx }
