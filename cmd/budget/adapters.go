@@ -5,6 +5,7 @@ import (
 
 	"net/http"
 
+	"github.com/timebudget/budget/grpcbudget"
 	"github.com/timebudget/budget/httpbudget"
 	"github.com/timebudget/budget/wire"
 	"google.golang.org/grpc"
@@ -21,8 +22,12 @@ func budgetTransport(base http.RoundTripper, stage string) http.RoundTripper {
 }
 
 // budgetGRPCClientOptions returns the dial options that make a gRPC channel
-// budget-aware. grpc-go already sends the context's deadline as grpc-timeout.
-func budgetGRPCClientOptions() []grpc.DialOption { return nil }
+// budget-aware: a call with too little time left is refused locally, and an
+// expiry matches context.DeadlineExceeded. grpc-go itself sends the time
+// left as grpc-timeout.
+func budgetGRPCClientOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithUnaryInterceptor(grpcbudget.UnaryClientInterceptor())}
+}
 
 // serverHTTP wraps a dependency's HTTP handler with its inbound policy: the
 // request's deadline is what the caller sent, and there is none when it sent
@@ -39,6 +44,10 @@ func edgeHTTP(h http.Handler, b time.Duration) http.Handler {
 		httpbudget.WithStage("edge"))
 }
 
-// serverGRPCOptions returns the options of a dependency's gRPC server. The
-// server sees the caller's grpc-timeout as its context's deadline.
-func serverGRPCOptions() []grpc.ServerOption { return nil }
+// serverGRPCOptions returns the options of a dependency's gRPC server: the
+// same inbound policy as its HTTP peers, applied to grpc-timeout and the
+// budget metadata, whatever the caller sent.
+func serverGRPCOptions(stage string) []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.UnaryInterceptor(grpcbudget.UnaryServerInterceptor(
+		grpcbudget.WithPolicy(&wire.Policy{}), grpcbudget.WithStage(stage)))}
+}

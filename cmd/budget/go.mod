@@ -2,10 +2,14 @@ module github.com/timebudget/budget/cmd/budget
 
 go 1.26.0
 
-replace github.com/timebudget/budget => ../..
+replace (
+	github.com/timebudget/budget => ../..
+	github.com/timebudget/budget/grpcbudget => ../../grpcbudget
+)
 
 require (
-	github.com/timebudget/budget v0.0.0-00010101000000-000000000000
+	github.com/timebudget/budget v0.0.0
+	github.com/timebudget/budget/grpcbudget v0.0.0
 	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0
 	google.golang.org/grpc v1.85.0

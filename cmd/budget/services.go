@@ -126,7 +126,7 @@ func startDependencyGRPC(d *dependency) (*depGRPCServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := append([]grpc.ServerOption{grpc.WaitForHandlers(true)}, serverGRPCOptions()...)
+	opts := append([]grpc.ServerOption{grpc.WaitForHandlers(true)}, serverGRPCOptions(d.name)...)
 	srv := grpc.NewServer(opts...)
 	srv.RegisterService(&grpcServiceDesc, d)
 	s := &depGRPCServer{srv: srv, addr: ln.Addr().String(), dep: d, done: make(chan struct{})}
