@@ -79,25 +79,16 @@ func hedge[T any](ctx context.Context, h *Hedge, op *Op, fn func(ctx context.Con
 	if h.Budget != nil {
 		h.Budget.Deposit(now)
 	}
-	run := func(ctx context.Context, n int) (T, error) {
-		var v T
-		err := op.attempt(ctx, n, func(actx context.Context) error {
-			var err error
-			v, err = fn(withAttemptNumber(actx, n))
-			return err
-		})
-		return v, err
-	}
 	delay, ok := h.delay(op, now)
 	if !ok {
-		return run(ctx, 1)
+		return numberedAttempt(ctx, op, 1, fn)
 	}
 	hctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	results := make(chan hedgeResult[T], 2) // buffered: an attempt never blocks on it
 	start := func(n int) {
 		go func() {
-			v, err := run(hctx, n)
+			v, err := numberedAttempt(hctx, op, n, fn)
 			results <- hedgeResult[T]{v, err}
 		}()
 	}
@@ -124,6 +115,17 @@ func hedge[T any](ctx context.Context, h *Hedge, op *Op, fn func(ctx context.Con
 			}
 		}
 	}
+}
+
+// numberedAttempt runs fn as attempt n of op, its number in its context.
+func numberedAttempt[T any](ctx context.Context, op *Op, n int, fn func(ctx context.Context) (T, error)) (T, error) {
+	var v T
+	err := op.attempt(ctx, n, func(actx context.Context) error {
+		var err error
+		v, err = fn(withAttemptNumber(actx, n))
+		return err
+	})
+	return v, err
 }
 
 // delay returns the wait before the hedge, and false when there is none.
