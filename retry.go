@@ -82,11 +82,13 @@ var zeroRetry Retry
 // Otherwise it computes the wait: the jittered backoff, or the pushback the
 // error carries (see [RetryAfter]). When the wait plus op.MinUseful does not
 // fit in the time available (remaining less reserve), or op's admission
-// would refuse the attempt at the end of the wait, Do returns at once, without
-// sleeping, an [*Error] of Kind [Insufficient] (matching [ErrInsufficient])
-// that names op and wraps the last attempt's error. When the retry budget is
-// spent it returns an [*Error] of Kind [RetrySuppressed] wrapping it too. Both
-// are recorded as [EventRetrySuppressed]; waits as [EventBackoff].
+// would refuse an attempt with the time left after the wait, Do returns at
+// once, without sleeping, an [*Error] of Kind [Insufficient] (matching
+// [ErrInsufficient]) that names op and wraps the last attempt's error. When
+// the retry budget is spent it returns an [*Error] of Kind [RetrySuppressed]
+// that wraps the last error too. Both are recorded as [EventRetrySuppressed],
+// and waits as [EventBackoff]. A caller that gives up during a wait gets an
+// error that wraps both its context's cause and the last error.
 //
 // A nil r behaves as the zero Retry. Do allocates what the attempts need (an
 // attempt context and its number, about 5 allocations each) and nothing per
@@ -163,7 +165,9 @@ func (r *Retry) beforeRetry(ctx context.Context, st *state, op *Op, n int, last 
 		available = remaining - st.reserveOrZero()
 	}
 	if available != noDeadline {
-		if dec := op.Decide(now.Add(wait), available-wait); !dec.Admit {
+		// Asked with the present now: a snapshot of the op's estimate dated
+		// in the future would be recomputed by every caller until then.
+		if dec := op.Decide(now, available-wait); !dec.Admit {
 			err := &Error{Stage: op.Name, Kind: Insufficient, Remaining: available,
 				Needed: wait + max(dec.Needed, op.MinUseful), Budget: st.budget(), Err: last}
 			emit(ctx, st, op.Observer, Event{Kind: EventRetrySuppressed, Stage: op.Name, At: now,

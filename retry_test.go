@@ -272,6 +272,22 @@ func TestRetryBudgetSuppressesRetries(t *testing.T) {
 	})
 }
 
+func TestRetryCallerGivesUpDuringBackoff(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(100*time.Millisecond, cancel)
+		errDown := errors.New("down")
+		start := time.Now()
+		err := (&budget.Retry{Backoff: time.Second}).Do(ctx, &budget.Op{Name: "dep"}, func(context.Context) error {
+			return errDown
+		})
+		if !errors.Is(err, context.Canceled) || !errors.Is(err, errDown) || time.Since(start) != 100*time.Millisecond {
+			t.Fatalf("err %v after %v: want the cancel at once, wrapping the last error", err, time.Since(start))
+		}
+	})
+}
+
 func TestNilRetryIsTheZeroPolicy(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
