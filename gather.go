@@ -132,8 +132,8 @@ var errGatherReturned = errors.New("budget: gather returned")
 // failure of the first required branch that failed (wrapped, so errors.Is and
 // errors.As reach it), an [*Error] matching [context.DeadlineExceeded] naming
 // the first required branch still missing at the bound, or the caller's
-// context error when it gave up. Stragglers are recorded in the ledger as
-// [EventExpiry] and branches never started as [EventSkip].
+// context error when it gave up. Branches the bound cut off are recorded in
+// the ledger as [EventExpiry], and branches never started as [EventSkip].
 //
 // Do costs one goroutine per branch, one context, one channel and the
 // result slice: for eight trivial branches, about twice what plain

@@ -47,6 +47,10 @@ var (
 // being served just too late. A negative Target turns this off: FIFO always,
 // and items are dropped only when their own budget runs out.
 //
+// Each item is kept with the context it was put with, as a request queue
+// must: that context is the item's budget, and Get hands it back for the
+// item's work.
+//
 // The zero value is ready to use with the defaults. Set the fields before
 // first use. A Queue must not be copied after first use. It is safe for
 // concurrent use: one mutex guards it, Put and Get allocate nothing when Get
@@ -69,8 +73,8 @@ type Queue[T any] struct {
 	// standing, and the sojourn bound of items put while it is not. Zero
 	// means DefaultQueueInterval.
 	Interval time.Duration
-	// OnDrop, when not nil, is called for each item dropped by Get, outside
-	// the queue's lock, with the item's context and the reason: an error
+	// OnDrop, when not nil, is called for each item dropped by Get (or by a
+	// Put making room in a full queue), outside the queue's lock, with the item's context and the reason: an error
 	// matching context.DeadlineExceeded or context.Canceled for an item
 	// whose budget ended, [ErrInsufficient] for one left with too little
 	// time, [ErrQueueSojourn] for one shed from a standing queue. Use it to
