@@ -18,10 +18,10 @@ type Branch[T any] struct {
 	// that is not optional is required: its failure fails the whole call and
 	// cancels its siblings at once.
 	Optional bool
-	// Fn computes the branch's part. It runs in its own goroutine with a
-	// context whose deadline is the call's bound (shared with every sibling,
-	// never a fresh one) and which is canceled when the call returns, so it
-	// must honour cancellation.
+	// Fn computes the branch's part; it must not be nil. It runs in its own
+	// goroutine with a context whose deadline is the call's bound (shared
+	// with every sibling, never a fresh one) and which is canceled when the
+	// call returns, so it must honour cancellation.
 	Fn func(ctx context.Context) (T, error)
 }
 

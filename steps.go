@@ -57,7 +57,8 @@ type Steps struct {
 	// available.
 	Cap time.Duration
 	// Min is the minimum step: the loop stops when the time available is at
-	// or below it. Zero stops only when nothing is left.
+	// or below it. Zero stops only when nothing is left. Keep it below Cap:
+	// a step capped at or below the minimum is never started.
 	Min time.Duration
 	// Max bounds the number of steps. Zero (or less) means DefaultMaxSteps.
 	Max int
