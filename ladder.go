@@ -143,8 +143,11 @@ func (l *Ladder[T]) Do(ctx context.Context) (T, LadderResult, error) {
 		case !called && errors.Is(err, ErrInsufficient):
 			rep.Status = RungDeclined
 			ev := Event{Kind: EventSkip, Stage: r.Op.Name, At: start, Outcome: "insufficient", Err: err}
+			if dl, ok := ctx.Deadline(); ok {
+				ev.Remaining = dl.Sub(start)
+			}
 			if errors.As(err, &be) {
-				ev.Remaining, ev.Needed = be.Remaining, be.Needed
+				ev.Needed = be.Needed
 			}
 			emit(ctx, st, r.Op.Observer, ev)
 		case !called:

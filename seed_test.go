@@ -165,7 +165,8 @@ func TestSeedLadderDeclinesTheExpensiveRungAndTheCacheAnswers(t *testing.T) {
 		}
 		var skip, fallback bool
 		for _, ev := range budget.LedgerFrom(ctx).Events() {
-			skip = skip || ev.Kind == budget.EventSkip && ev.Stage == "geometry" && ev.Outcome == "insufficient"
+			skip = skip || ev.Kind == budget.EventSkip && ev.Stage == "geometry" && ev.Outcome == "insufficient" &&
+				ev.Remaining == 700*time.Millisecond && ev.Needed == 2*time.Second
 			fallback = fallback || ev.Kind == budget.EventFallback && ev.Stage == "cache"
 		}
 		if !skip || !fallback {
