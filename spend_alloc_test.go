@@ -35,6 +35,9 @@ func TestSpendingPolicyAllocations(t *testing.T) {
 		{"hedge before measurements", 6, func() { _ = hedge.Do(ctx, unmeasured, succeed) }},
 		{"retry budget deposit and withdrawal", 0, func() { rb.Deposit(now); rb.Withdraw(now) }},
 		{"queue put and get", 0, func() { _ = q.Put(ctx, 1); _, _, _ = q.Get(bg) }},
+		// Its state, the context without cancellation, the value and the
+		// deadline context with its timer.
+		{"detach", 7, func() { _, c := budget.Detach(ctx, "audit", time.Second); c() }},
 	}
 	for _, tc := range cases {
 		// AllocsPerRun counts every allocation in the process. The runtime's
