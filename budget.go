@@ -24,6 +24,10 @@ type Config struct {
 	// LedgerCapacity bounds the events the ledger stores; zero means
 	// [DefaultLedgerCapacity]. A negative value disables the ledger.
 	LedgerCapacity int
+	// Attempt is the attempt number the caller reported for this request
+	// (its retry loop's [AttemptNumber]; zero when unknown). It is recorded
+	// on the arrival event, so observers can see retry storms building up.
+	Attempt int
 }
 
 // state is what a budget stores in its context. It is immutable once stored;
@@ -113,7 +117,7 @@ func (c Config) start(parent context.Context, now, deadline time.Time) (context.
 	}
 	ctx := context.WithValue(parent, stateKey{}, st)
 	ctx, cancel := context.WithDeadlineCause(ctx, deadline, ErrBudgetExpired)
-	emit(ctx, st, nil, Event{Kind: EventArrival, Stage: st.stage, At: now, Remaining: st.total})
+	emit(ctx, st, nil, Event{Kind: EventArrival, Stage: st.stage, At: now, Remaining: st.total, Attempt: c.Attempt})
 	return ctx, cancel
 }
 

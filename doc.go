@@ -27,6 +27,18 @@
 // Both are reported as [*Error], which names the stage and carries the numbers
 // (remaining, needed, budget) as fields for logs rather than in the message.
 //
+// Spending policies draw on the same budget. [Retry] retries only while the
+// backoff and the op's minimum useful time still fit, and a [RetryBudget]
+// shared by a client caps retries at a fraction of its requests. [Hedge]
+// starts a second attempt at the op's latency quantile when time and the
+// retry budget allow. A [Ladder] declines rungs that cannot finish while
+// keeping time for its last, cheap rung. [Gather] fans out with one shared
+// deadline and returns by it with what arrived. A [Queue] refuses items that
+// cannot wait and still finish, drops those that expired while queued, and
+// turns to newest-first under a standing queue. [Detach] and [Detacher] run
+// work after the answer with a bound of its own, and [Steps] runs
+// agent-style loops that stop with a partial result and a reason.
+//
 // Each budget carries a bounded [Ledger] that records where the time went:
 // arrival, admission, attempts, backoff, queue waits, fallbacks and detached
 // work, with the remaining time at each step. It renders as text, as JSON and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"time"
 
 	"google.golang.org/grpc"
@@ -157,6 +158,9 @@ func (c *client) outgoing(ctx context.Context, method string) (context.Context, 
 		if dv, ok := wire.AppendRequestDeadline(dbuf[:0], deadline); ok {
 			kv = append(kv, requestDeadlineKey, string(dv))
 		}
+		if n := budget.AttemptNumber(ctx); n > 0 && n <= 999 {
+			kv = append(kv, requestAttemptKey, strconv.Itoa(n))
+		}
 		ctx = metadata.AppendToOutgoingContext(ctx, kv...)
 	}
 	return ctx, cancel, nil
@@ -165,6 +169,7 @@ func (c *client) outgoing(ctx context.Context, method string) (context.Context, 
 const (
 	requestTimeoutKey  = "request-timeout-ms"
 	requestDeadlineKey = "request-deadline"
+	requestAttemptKey  = "request-attempt"
 )
 
 // result gives a call's error its status code, reporting a cancellation after

@@ -145,3 +145,37 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// Inside a retry loop the client sends the attempt number; the server side
+// records it on the arrival event.
+func TestAttemptNumberCrossesTheWire(t *testing.T) {
+	t.Parallel()
+	arrivals := make(chan int, 4)
+	obs := budget.ObserverFunc(func(_ context.Context, ev budget.Event) {
+		if ev.Kind == budget.EventArrival {
+			arrivals <- ev.Attempt
+		}
+	})
+	c, svc := serve(t, []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpcbudget.UnaryServerInterceptor(grpcbudget.WithObserver(obs)))},
+		withClient(grpcbudget.WithBudgetMetadata())...)
+	ctx, cancel := budget.Start(context.Background(), 2*time.Second)
+	defer cancel()
+	n := 0
+	retry := &budget.Retry{MaxAttempts: 3, Backoff: time.Millisecond}
+	err := retry.Do(ctx, &budget.Op{Name: "unary"}, func(ctx context.Context) error {
+		n++
+		if err := do(ctx, c, ""); err != nil || n < 2 {
+			return errors.Join(err, errors.New("try again"))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := first(svc.last().md["request-attempt"]); got != "2" {
+		t.Fatalf("request-attempt = %q, want 2", got)
+	}
+	if a, b := <-arrivals, <-arrivals; a != 1 || b != 2 {
+		t.Fatalf("arrivals recorded attempts %d, %d; want 1, 2", a, b)
+	}
+}

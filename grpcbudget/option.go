@@ -134,7 +134,8 @@ func WithMinUseful(d time.Duration) ClientOption {
 }
 
 // WithBudgetMetadata also sends this library's Request-Timeout-Ms and
-// Request-Deadline with every call that has a deadline, beside grpc-go's own
+// Request-Deadline (and, inside a [budget.Retry] loop, the attempt number as
+// Request-Attempt) with every call that has a deadline, beside grpc-go's own
 // grpc-timeout. The relative value survives a proxy that drops grpc-timeout;
 // the absolute one lets the callee charge the call's transit to the budget.
 // The default is off: grpc-timeout alone carries the budget, and the two

@@ -44,7 +44,8 @@ import (
 // Errors the handler returns without a gRPC status are given one with
 // [Code]; a CANCELLED returned after the budget's deadline becomes
 // DEADLINE_EXCEEDED. Calls for which the policy sets no deadline run the
-// handler with its context unchanged. Skewed and malformed values are
+// handler with its context unchanged. The attempt number a client sends as
+// request-attempt metadata is recorded on the arrival event. Skewed and malformed values are
 // reported to the observer as [budget.EventSkew] and [budget.EventMalformed],
 // refusals as [budget.EventShed].
 func UnaryServerInterceptor(opts ...ServerOption) grpc.UnaryServerInterceptor {
@@ -176,6 +177,9 @@ func (s *server) arrive(ctx context.Context, method string) (context.Context, co
 		return ctx, nil, nil
 	}
 	cfg := budget.Config{Stage: stage, Observer: s.cfg.observer, LedgerCapacity: s.cfg.ledgerCap}
+	if v := md[requestAttemptKey]; len(v) == 1 {
+		cfg.Attempt, _, _ = wire.ParseRequestAttempt(v[0])
+	}
 	bctx, cancel := cfg.StartUntil(ctx, dec.Deadline)
 	return bctx, cancel, nil
 }

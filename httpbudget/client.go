@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/timebudget/budget"
@@ -27,10 +28,12 @@ var ErrUpstreamExpired = errors.New("httpbudget: upstream refused: budget spent"
 //     and never leaves the header out, as some clients do under 1 ms;
 //   - otherwise sends a copy of the request (the caller's is never modified)
 //     with Request-Timeout-Ms (whole milliseconds, rounded down) and
-//     Request-Deadline, plus Connect-Timeout-Ms and
+//     Request-Deadline, the attempt number of a [budget.Retry] loop as
+//     Request-Attempt, plus Connect-Timeout-Ms and
 //     x-envoy-upstream-rq-timeout-ms when configured;
 //   - turns a response carrying Budget-Expired into an error matching
-//     [ErrUpstreamExpired] and [context.DeadlineExceeded], closing its body.
+//     [ErrUpstreamExpired] and [context.DeadlineExceeded], marked
+//     [budget.Permanent] so no retry loop retries it, closing its body.
 //
 // It makes no retries of its own. Requests without a deadline pass through
 // unchanged. A Transport is safe for concurrent use.
@@ -93,6 +96,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			out.Header[wire.HeaderRequestDeadline] = []string{v}
 		}
 	}
+	if n := budget.AttemptNumber(ctx); n > 0 && n <= 999 {
+		out.Header[wire.HeaderRequestAttempt] = []string{strconv.Itoa(n)}
+	}
 	if t.cfg.connect {
 		if v, ok := wire.FormatConnectTimeout(left); ok {
 			out.Header[wire.HeaderConnectTimeout] = []string{v}
@@ -114,7 +120,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		_ = resp.Body.Close()
-		return nil, &budget.Error{Stage: stage, Kind: budget.Expired, Remaining: time.Until(deadline), Err: ErrUpstreamExpired}
+		return nil, &budget.Error{Stage: stage, Kind: budget.Expired, Remaining: time.Until(deadline),
+			Err: budget.Permanent(ErrUpstreamExpired)}
 	}
 	return resp, nil
 }

@@ -3,11 +3,13 @@ package httpbudget_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -186,5 +188,70 @@ func TestChainSpendsTheBudgetDown(t *testing.T) {
 	left := <-leftAt
 	if left > 480*time.Millisecond || left <= 0 {
 		t.Fatalf("the service saw %v left of a 500ms budget after 20ms at the edge", left)
+	}
+}
+
+// A retry loop over the transport: each attempt says its number, the server
+// records it on arrival, and an upstream Budget-Expired ends the loop at once.
+func TestTransportUnderRetry(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var arrivals []int
+	obs := budget.ObserverFunc(func(_ context.Context, ev budget.Event) {
+		if ev.Kind == budget.EventArrival {
+			mu.Lock()
+			arrivals = append(arrivals, ev.Attempt)
+			mu.Unlock()
+		}
+	})
+	var calls atomic.Int32
+	srv := httptest.NewServer(httpbudget.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) < 3 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}), httpbudget.WithObserver(obs)))
+	defer srv.Close()
+	client := &http.Client{Transport: httpbudget.NewTransport(srv.Client().Transport)}
+	get := func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return errors.New(resp.Status)
+		}
+		return nil
+	}
+	ctx, cancel := budget.Start(context.Background(), 5*time.Second)
+	defer cancel()
+	retry := &budget.Retry{MaxAttempts: 5, Backoff: time.Millisecond}
+	if err := retry.Do(ctx, &budget.Op{Name: "svc"}, get); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	got := fmt.Sprint(arrivals)
+	mu.Unlock()
+	if got != "[1 2 3]" {
+		t.Fatalf("the server saw attempts %s, want [1 2 3]", got)
+	}
+
+	// An upstream that refuses for lack of budget is not retried.
+	refusing := httptest.NewServer(httpbudget.NewHandler(http.NotFoundHandler(), httpbudget.WithPolicy(&wire.Policy{Min: time.Hour})))
+	defer refusing.Close()
+	var hits atomic.Int32
+	getRefusing := func(ctx context.Context) error {
+		hits.Add(1)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, refusing.URL, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err
+	}
+	err := retry.Do(ctx, &budget.Op{Name: "refusing"}, getRefusing)
+	if !errors.Is(err, httpbudget.ErrUpstreamExpired) || hits.Load() != 1 {
+		t.Fatalf("err = %v after %d attempts; want ErrUpstreamExpired after 1", err, hits.Load())
 	}
 }

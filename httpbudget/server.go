@@ -27,7 +27,8 @@ import (
 //   - otherwise next runs with a context carrying the request's budget (its
 //     deadline is the caller's less the policy's Reserve) and its ledger.
 //
-// Requests for which the policy sets no deadline (nothing trusted was sent and
+// The attempt number a client sends in Request-Attempt is recorded on the
+// arrival event. Requests for which the policy sets no deadline (nothing trusted was sent and
 // there is no Default) run next unchanged. Skewed and malformed values are
 // reported to the observer as [budget.EventSkew] and [budget.EventMalformed].
 func NewHandler(next http.Handler, opts ...Option) http.Handler {
@@ -68,6 +69,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	bcfg := budget.Config{Stage: h.cfg.stage, Observer: h.cfg.observer, LedgerCapacity: h.cfg.ledgerCap}
+	if v := r.Header[wire.HeaderRequestAttempt]; len(v) == 1 {
+		bcfg.Attempt, _, _ = wire.ParseRequestAttempt(v[0])
+	}
 	ctx, cancel := bcfg.StartUntil(r.Context(), dec.Deadline)
 	defer cancel()
 	if h.cfg.serverTiming {

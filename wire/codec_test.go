@@ -3,6 +3,7 @@ package wire_test
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -268,4 +269,34 @@ func repeat(c byte, n int) string {
 		b[i] = c
 	}
 	return string(b)
+}
+
+func TestParseRequestAttempt(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in  string
+		n   int
+		ok  bool
+		bad bool
+	}{
+		{"", 0, false, false},
+		{"1", 1, true, false},
+		{"3", 3, true, false},
+		{"999", 999, true, false},
+		{"0", 0, false, true},
+		{"1000", 0, false, true},
+		{"-1", 0, false, true},
+		{"+2", 0, false, true},
+		{"٣", 0, false, true},
+		{" 2", 0, false, true},
+	}
+	for _, tc := range cases {
+		n, ok, err := wire.ParseRequestAttempt(tc.in)
+		if n != tc.n || ok != tc.ok || (err != nil) != tc.bad {
+			t.Errorf("ParseRequestAttempt(%q) = %d, %v, %v", tc.in, n, ok, err)
+		}
+		if err != nil && (!errors.Is(err, wire.ErrMalformed) || !strings.Contains(err.Error(), "Request-Attempt")) {
+			t.Errorf("error %v does not name the header", err)
+		}
+	}
 }

@@ -77,18 +77,20 @@ const (
 	reasonNotPair
 	reasonTooMany
 	reasonNotToken
+	reasonZeroAttempt
 )
 
 var reasonText = [...]string{
-	reasonNone:     "",
-	reasonNoDigits: "no digits",
-	reasonTooLong:  "longer than the header allows",
-	reasonNotDigit: "not an ASCII digit",
-	reasonNoUnit:   "missing unit",
-	reasonBadUnit:  "unknown unit",
-	reasonNotPair:  "not two numbers separated by one space",
-	reasonTooMany:  "too many values",
-	reasonNotToken: "not 1 to 128 visible ASCII characters",
+	reasonNone:        "",
+	reasonNoDigits:    "no digits",
+	reasonTooLong:     "longer than the header allows",
+	reasonNotDigit:    "not an ASCII digit",
+	reasonNoUnit:      "missing unit",
+	reasonBadUnit:     "unknown unit",
+	reasonNotPair:     "not two numbers separated by one space",
+	reasonTooMany:     "too many values",
+	reasonNotToken:    "not 1 to 128 visible ASCII characters",
+	reasonZeroAttempt: "attempts count from 1",
 }
 
 func (r reason) String() string { return reasonText[r] }

@@ -225,3 +225,14 @@ func FuzzExtract(f *testing.F) {
 		}
 	})
 }
+
+func FuzzRequestAttempt(f *testing.F) {
+	addSeeds(f, "2", "999", "1000", "007")
+	f.Fuzz(func(t *testing.T, v string) {
+		n, ok, err := wire.ParseRequestAttempt(v)
+		checkErr(t, wire.HeaderRequestAttempt, v, ok, err)
+		if ok && (n < 1 || n > 999 || strconv.Itoa(n) != strings.TrimLeft(v, "0")) {
+			t.Fatalf("ParseRequestAttempt(%q) = %d", v, n)
+		}
+	})
+}

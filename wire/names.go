@@ -58,6 +58,10 @@ const (
 	// because its budget was spent. A client never retries such a response: the budget
 	// is gone, not the server.
 	HeaderBudgetExpired = "Budget-Expired"
+	// HeaderRequestAttempt carries the number of the attempt within the caller's
+	// retry loop, 1 for the first, as 1 to 3 ASCII digits. It lets a server see
+	// a retry storm building up. Parse it with [ParseRequestAttempt].
+	HeaderRequestAttempt = "Request-Attempt"
 )
 
 // fieldKind says how a source's values are written.

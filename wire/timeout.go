@@ -121,3 +121,32 @@ func durationResult(header, v string, d time.Duration, r reason) (time.Duration,
 	}
 	return d, true, nil
 }
+
+// ParseRequestAttempt parses a [HeaderRequestAttempt] value: 1 to 3 ASCII
+// digits, not zero. An empty value is absent (ok false, nil error); anything
+// else is a [*ParseError]. It does not allocate unless it returns an error.
+func ParseRequestAttempt(v string) (n int, ok bool, err error) {
+	if v == "" {
+		return 0, false, nil
+	}
+	r := reasonNone
+	switch {
+	case len(v) > 3:
+		r = reasonTooLong
+	default:
+		for i := 0; i < len(v); i++ {
+			if v[i] < '0' || v[i] > '9' {
+				r = reasonNotDigit
+				break
+			}
+			n = n*10 + int(v[i]-'0')
+		}
+		if r == reasonNone && n == 0 {
+			r = reasonZeroAttempt
+		}
+	}
+	if r != reasonNone {
+		return 0, false, newParseError(HeaderRequestAttempt, v, r)
+	}
+	return n, true, nil
+}

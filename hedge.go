@@ -1,0 +1,167 @@
+package budget
+
+import (
+	"context"
+	"time"
+)
+
+// DefaultHedgeQuantile is the latency quantile of the op after which a
+// [Hedge] with a zero Quantile starts its second attempt.
+const DefaultHedgeQuantile = 0.95
+
+// Hedge is a hedging policy: when the first attempt of a call has not
+// answered by the time most calls have (the op's measured latency at
+// Quantile), a second attempt starts beside it, and the first to succeed
+// wins. That cuts the tail latency of a dependency whose slow calls are
+// random, at the cost of a few extra requests, as in "The Tail at Scale".
+//
+// The second attempt starts only if it can finish (op's admission, in the
+// time left less the reserve) and the retry budget, when one is set, allows
+// it; hedges and retries draw on the same budget, so an outage cannot turn
+// hedging into double load. The zero value is ready to use: it hedges at the
+// op's DefaultHedgeQuantile once the op has enough measurements, and not at
+// all before. A Hedge holds configuration only; it is safe for concurrent use
+// as long as its fields are not changed.
+type Hedge struct {
+	// Quantile is the fraction of the op's calls that should have answered
+	// before the second attempt starts, in (0, 1). Zero means
+	// DefaultHedgeQuantile.
+	Quantile float64
+	// Delay is the wait before the second attempt while the op has fewer
+	// measurements than its MinSamples. Zero means no hedge until then.
+	Delay time.Duration
+	// Budget, when not nil, is the retry budget shared by the client: each
+	// call deposits into it and each hedge withdraws from it. A hedge it
+	// refuses is not started and is recorded as [EventRetrySuppressed].
+	Budget *RetryBudget
+}
+
+var zeroHedge Hedge
+
+// Do runs fn as one attempt of op within ctx's budget and, if it has not
+// returned after the hedge delay, as a second attempt beside it. The first
+// attempt to succeed wins: the other is canceled at once and Do returns as
+// soon as it has returned, so no goroutine outlives the call (a fn that
+// honours its context returns within microseconds of the cancel). When both
+// fail, Do returns the error of the one that failed last; when the first
+// fails before the hedge starts, its error is returned at once (retrying is
+// [Retry]'s job). Each attempt's context carries its number: 1, or 2 for the
+// hedge (see [AttemptNumber]).
+//
+// Because two attempts may run at once, fn must not write to variables it
+// shares with the caller; use [HedgeCall] to return a value. A nil h behaves
+// as the zero Hedge. Without a hedge delay (too few measurements and no
+// Delay) Do costs what [Op.Do] does; otherwise one goroutine, one channel
+// and one timer more.
+func (h *Hedge) Do(ctx context.Context, op *Op, fn func(ctx context.Context) error) error {
+	_, err := hedge(ctx, h, op, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, fn(ctx)
+	})
+	return err
+}
+
+// HedgeCall is [Hedge.Do] for a function that returns a value: it returns
+// the value of the attempt that won.
+func HedgeCall[T any](ctx context.Context, h *Hedge, op *Op, fn func(ctx context.Context) (T, error)) (T, error) {
+	return hedge(ctx, h, op, fn)
+}
+
+type hedgeResult[T any] struct {
+	v   T
+	err error
+}
+
+func hedge[T any](ctx context.Context, h *Hedge, op *Op, fn func(ctx context.Context) (T, error)) (T, error) {
+	if h == nil {
+		h = &zeroHedge
+	}
+	now := time.Now()
+	if h.Budget != nil {
+		h.Budget.Deposit(now)
+	}
+	delay, ok := h.delay(op, now)
+	if !ok {
+		return numberedAttempt(ctx, op, 1, fn)
+	}
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make(chan hedgeResult[T], 2) // buffered: an attempt never blocks on it
+	start := func(n int) {
+		go func() {
+			v, err := numberedAttempt(hctx, op, n, fn)
+			results <- hedgeResult[T]{v, err}
+		}()
+	}
+	start(1)
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	running, hedged := 1, false
+	for {
+		select {
+		case r := <-results:
+			running--
+			if r.err == nil || running == 0 {
+				cancel()
+				for ; running > 0; running-- {
+					<-results // wait for the loser: it was just canceled
+				}
+				return r.v, r.err
+			}
+		case <-timer.C:
+			if !hedged && h.allow(ctx, op) {
+				hedged = true
+				running++
+				start(2)
+			}
+		}
+	}
+}
+
+// numberedAttempt runs fn as attempt n of op, its number in its context.
+func numberedAttempt[T any](ctx context.Context, op *Op, n int, fn func(ctx context.Context) (T, error)) (T, error) {
+	var v T
+	err := op.attempt(ctx, n, func(actx context.Context) error {
+		var err error
+		v, err = fn(withAttemptNumber(actx, n))
+		return err
+	})
+	return v, err
+}
+
+// delay returns the wait before the hedge, and false when there is none.
+func (h *Hedge) delay(op *Op, now time.Time) (time.Duration, bool) {
+	dist := op.Estimator.Distribution(now)
+	if dist.Count() < op.minSamples() {
+		return h.Delay, h.Delay > 0
+	}
+	q := h.Quantile
+	if q <= 0 || q >= 1 {
+		q = DefaultHedgeQuantile
+	}
+	d, _ := dist.Quantile(q) // past what was observed: the longest bound seen
+	return d, d > 0
+}
+
+// allow reports whether the hedge may start now: op would admit it and the
+// retry budget has a retry for it. Each refusal is recorded.
+func (h *Hedge) allow(ctx context.Context, op *Op) bool {
+	now := time.Now()
+	st := stateOf(ctx)
+	remaining, available := time.Duration(0), noDeadline
+	if dl, ok := ctx.Deadline(); ok {
+		remaining = dl.Sub(now)
+		available = remaining - st.reserveOrZero()
+	}
+	if dec := op.Decide(now, available); !dec.Admit {
+		emit(ctx, st, op.Observer, Event{Kind: EventSkip, Stage: op.Name, At: now, Remaining: remaining,
+			Needed: dec.Needed, Outcome: "hedge: insufficient", Attempt: 2})
+		return false
+	}
+	if h.Budget != nil && !h.Budget.Withdraw(now) {
+		emit(ctx, st, op.Observer, Event{Kind: EventRetrySuppressed, Stage: op.Name, At: now, Remaining: remaining,
+			Outcome: "retry_budget", Attempt: 2})
+		return false
+	}
+	emit(ctx, st, op.Observer, Event{Kind: EventHedge, Stage: op.Name, At: now, Remaining: remaining, Attempt: 2})
+	return true
+}

@@ -1,0 +1,355 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Defaults of a zero [Queue].
+const (
+	// DefaultQueueCapacity is how many items a Queue with a zero Capacity
+	// holds.
+	DefaultQueueCapacity = 1024
+	// DefaultQueueTarget is the sojourn bound of items put while the queue
+	// is standing: CoDel's target, and the 5 ms of Facebook's "Fail at
+	// Scale".
+	DefaultQueueTarget = 5 * time.Millisecond
+	// DefaultQueueInterval is how long a queue must stay non-empty to count
+	// as standing, and the sojourn bound of items put while it is not:
+	// CoDel's interval, the 100 ms of "Fail at Scale".
+	DefaultQueueInterval = 100 * time.Millisecond
+)
+
+// Errors a [Queue] reports.
+var (
+	// ErrQueueFull is returned by Put when the queue holds Capacity items.
+	ErrQueueFull = errors.New("budget: queue full")
+	// ErrQueueSojourn is the reason given to OnDrop for an item that waited
+	// longer than its sojourn bound in a standing queue.
+	ErrQueueSojourn = errors.New("budget: waited too long in a standing queue")
+)
+
+// Queue is a bounded queue of work items that knows each item's budget. It
+// refuses, at Put, an item whose time left cannot cover the expected wait plus
+// the consumer's minimum useful time; it drops, at Get, items whose budget ran
+// out (or was canceled) while they waited, so a consumer never starts work
+// nobody waits for; and it records each item's queue wait in the item's
+// ledger ([EventQueue], [EventDrop]).
+//
+// Under a standing queue (one that has not been empty for Interval) it serves
+// newest-first and bounds how long items may wait, as Facebook's "Fail at
+// Scale" describes: an item put while the queue is standing may wait Target,
+// one put while it is not may wait Interval. In normal operation the queue is
+// FIFO and short; under overload the newest items, whose callers are still
+// waiting, are served first, and old ones are shed quickly instead of each
+// being served just too late. A negative Target turns this off: FIFO always,
+// and items are dropped only when their own budget runs out.
+//
+// Each item is kept with the context it was put with, as a request queue
+// must: that context is the item's budget, and Get hands it back for the
+// item's work.
+//
+// The zero value is ready to use with the defaults. Set the fields before
+// first use. A Queue must not be copied after first use. It is safe for
+// concurrent use: one mutex guards it, Put and Get allocate nothing when Get
+// does not have to wait, and a waiting Get costs one channel.
+type Queue[T any] struct {
+	// Name names the queue in the ledger and in errors. Empty means "queue".
+	Name string
+	// Capacity bounds the items held. Zero means DefaultQueueCapacity.
+	Capacity int
+	// MinUseful is the consumer's minimum useful time: Put refuses an item
+	// whose time available cannot cover the expected wait plus MinUseful,
+	// and Get drops an item left with MinUseful or less. Zero refuses and
+	// drops only items with no time left.
+	MinUseful time.Duration
+	// Target is the sojourn bound of items put while the queue is standing.
+	// Zero means DefaultQueueTarget; a negative value turns off adaptive
+	// LIFO and sojourn bounds.
+	Target time.Duration
+	// Interval is how long the queue must stay non-empty to count as
+	// standing, and the sojourn bound of items put while it is not. Zero
+	// means DefaultQueueInterval.
+	Interval time.Duration
+	// OnDrop, when not nil, is called for each item dropped by Get (or by a
+	// Put making room in a full queue), outside the queue's lock, with the item's context and the reason: an error
+	// matching context.DeadlineExceeded or context.Canceled for an item
+	// whose budget ended, [ErrInsufficient] for one left with too little
+	// time, [ErrQueueSojourn] for one shed from a standing queue. Use it to
+	// answer the item's caller at once.
+	OnDrop func(ctx context.Context, item T, reason error)
+
+	mu        sync.Mutex
+	items     ring[queued[T]]
+	waiters   []chan struct{}
+	lastEmpty time.Time     // when the queue was last seen empty
+	wait      time.Duration // moving average of the wait of items handed out
+	stats     QueueStats
+}
+
+type queued[T any] struct {
+	ctx       context.Context // the item's own context: its budget and ledger
+	item      T
+	at        time.Time
+	remaining time.Duration // time left when it was put
+	bound     time.Duration // longest it may wait; zero for no bound
+}
+
+// QueueStats counts what a [Queue] did with its items.
+type QueueStats struct {
+	Len          int           // items held now
+	Put          int64         // items accepted
+	Served       int64         // items handed out by Get
+	Refused      int64         // items Put refused for lack of time
+	Full         int64         // items Put refused because the queue was full
+	Expired      int64         // items dropped because their budget ended or ran too low
+	Shed         int64         // items dropped for waiting past their sojourn bound
+	ExpectedWait time.Duration // the wait Put currently expects
+	Standing     bool          // whether the queue counts as standing now
+}
+
+// Put adds item, which belongs to the request whose budget ctx carries. It
+// refuses the item, without waiting, with an [*Error] matching
+// [ErrInsufficient] when the time available (remaining less reserve) cannot
+// cover the expected wait plus MinUseful, with [ErrQueueFull] when the queue
+// is full of items that can still be served (the oldest is dropped to make
+// room when it cannot), and with ctx's error when ctx is already done. The
+// expected wait is measured: a moving average of the waits of the items Get
+// handed out, or zero when a consumer is already waiting. Put never blocks
+// longer than it takes to take the queue's lock. Refusals are recorded as
+// [EventRefuse] in ctx's ledger.
+func (q *Queue[T]) Put(ctx context.Context, item T) error {
+	if err := ctx.Err(); err != nil {
+		return q.refused(ctx, time.Now(), 0, err)
+	}
+	now := time.Now()
+	remaining, available := time.Duration(0), noDeadline
+	if dl, ok := ctx.Deadline(); ok {
+		remaining = dl.Sub(now)
+		available = remaining - stateOf(ctx).reserveOrZero()
+	}
+	q.mu.Lock()
+	q.init()
+	for q.items.full() {
+		// Full: make room if the oldest item cannot be served anyway.
+		e := q.items.front()
+		reason := q.dropReason(e, now)
+		if reason == nil {
+			q.stats.Full++
+			q.mu.Unlock()
+			return q.refused(ctx, now, remaining, ErrQueueFull)
+		}
+		q.items.popFront()
+		q.count(reason)
+		q.mu.Unlock()
+		q.drop(e, now, reason)
+		q.mu.Lock()
+	}
+	expected := q.wait
+	if q.items.n == 0 && len(q.waiters) > 0 {
+		expected = 0
+	}
+	if available != noDeadline && available-expected <= q.MinUseful {
+		q.stats.Refused++
+		q.mu.Unlock()
+		return q.refused(ctx, now, remaining, &Error{Stage: q.name(), Kind: Insufficient, Remaining: available,
+			Needed: expected + q.MinUseful, Budget: stateOf(ctx).budget()})
+	}
+	bound := time.Duration(0)
+	if q.Target >= 0 {
+		bound = q.interval()
+		if q.standing(now) {
+			bound = q.target()
+		}
+	}
+	if q.items.n == 0 {
+		q.lastEmpty = now
+	}
+	q.items.pushBack(queued[T]{ctx: ctx, item: item, at: now, remaining: remaining, bound: bound})
+	q.stats.Put++
+	if len(q.waiters) > 0 {
+		w := q.waiters[0]
+		q.waiters = q.waiters[1:]
+		w <- struct{}{} // buffered, and each waiter is signaled once
+	}
+	q.mu.Unlock()
+	return nil
+}
+
+func (q *Queue[T]) refused(ctx context.Context, now time.Time, remaining time.Duration, err error) error {
+	Note(ctx, Event{Kind: EventRefuse, Stage: q.name(), At: now, Remaining: remaining, Outcome: "queue", Err: err})
+	return err
+}
+
+// Get returns the next item and its context (the ctx it was put with, which
+// carries its budget: do the item's work in it). It waits until an item is
+// available or ctx is done; a Get whose ctx is done returns ctx's error at
+// once, without taking an item. Items whose budget ended, or that have
+// MinUseful or less left, or that waited past their sojourn bound, are
+// dropped instead of handed out: counted, recorded as [EventDrop] in their
+// ledger, and passed to OnDrop. The wait of the item handed out is recorded
+// as [EventQueue] in its ledger.
+//
+// While the queue is standing, Get takes the newest item; otherwise the
+// oldest.
+func (q *Queue[T]) Get(ctx context.Context) (T, context.Context, error) {
+	var zero T
+	for {
+		if err := ctx.Err(); err != nil {
+			return zero, nil, err
+		}
+		q.mu.Lock()
+		q.init()
+		now := time.Now()
+		if q.items.n > 0 {
+			// Always look at the oldest item first, so that stale items do
+			// not linger at the back while the newest are served.
+			var e queued[T]
+			reason := q.dropReason(q.items.front(), now)
+			if reason == nil && q.standing(now) {
+				e = q.items.popBack()
+				reason = q.dropReason(e, now)
+			} else {
+				e = q.items.popFront()
+			}
+			if q.items.n == 0 {
+				q.lastEmpty = now
+			}
+			if reason != nil {
+				q.count(reason)
+				q.mu.Unlock()
+				q.drop(e, now, reason)
+				continue
+			}
+			wait := now.Sub(e.at)
+			q.wait += (wait - q.wait) / 8
+			q.stats.Served++
+			q.mu.Unlock()
+			emit(e.ctx, stateOf(e.ctx), nil, Event{Kind: EventQueue, Stage: q.name(), At: e.at, Duration: wait,
+				Remaining: e.remaining})
+			return e.item, e.ctx, nil
+		}
+		w := make(chan struct{}, 1)
+		q.waiters = append(q.waiters, w)
+		q.mu.Unlock()
+		select {
+		case <-w:
+		case <-ctx.Done():
+			q.mu.Lock()
+			if !q.removeWaiter(w) && len(q.waiters) > 0 && q.items.n > 0 {
+				// Signaled as it gave up: pass the item on to the next waiter.
+				next := q.waiters[0]
+				q.waiters = q.waiters[1:]
+				next <- struct{}{}
+			}
+			q.mu.Unlock()
+			return zero, nil, ctx.Err()
+		}
+	}
+}
+
+// dropReason says why e must not be handed out at now, or nil.
+func (q *Queue[T]) dropReason(e queued[T], now time.Time) error {
+	if err := e.ctx.Err(); err != nil {
+		return context.Cause(e.ctx)
+	}
+	if dl, ok := e.ctx.Deadline(); ok {
+		if avail := dl.Sub(now) - stateOf(e.ctx).reserveOrZero(); avail <= q.MinUseful {
+			return ErrInsufficient
+		}
+	}
+	if e.bound > 0 && now.Sub(e.at) > e.bound {
+		return ErrQueueSojourn
+	}
+	return nil
+}
+
+func (q *Queue[T]) count(reason error) {
+	if errors.Is(reason, ErrQueueSojourn) {
+		q.stats.Shed++
+	} else {
+		q.stats.Expired++
+	}
+}
+
+func (q *Queue[T]) drop(e queued[T], now time.Time, reason error) {
+	emit(e.ctx, stateOf(e.ctx), nil, Event{Kind: EventDrop, Stage: q.name(), At: e.at, Duration: now.Sub(e.at),
+		Remaining: e.remaining, Outcome: dropOutcome(reason), Err: reason})
+	if q.OnDrop != nil {
+		q.OnDrop(e.ctx, e.item, reason)
+	}
+}
+
+func dropOutcome(reason error) string {
+	switch {
+	case errors.Is(reason, ErrQueueSojourn):
+		return "sojourn"
+	case errors.Is(reason, context.Canceled):
+		return OutcomeCanceled
+	}
+	return "expired"
+}
+
+// Len returns the number of items held, dropped ones not yet found included.
+func (q *Queue[T]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.items.n
+}
+
+// Stats returns the queue's counters and current state.
+func (q *Queue[T]) Stats() QueueStats {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	s := q.stats
+	s.Len, s.ExpectedWait, s.Standing = q.items.n, q.wait, q.standing(time.Now())
+	return s
+}
+
+func (q *Queue[T]) init() {
+	if q.items.buf == nil {
+		c := q.Capacity
+		if c <= 0 {
+			c = DefaultQueueCapacity
+		}
+		q.items.buf = make([]queued[T], c)
+	}
+}
+
+// standing reports whether the queue has not been empty for Interval.
+func (q *Queue[T]) standing(now time.Time) bool {
+	return q.Target >= 0 && q.items.n > 0 && now.Sub(q.lastEmpty) > q.interval()
+}
+
+func (q *Queue[T]) removeWaiter(w chan struct{}) bool {
+	for i, x := range q.waiters {
+		if x == w {
+			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+func (q *Queue[T]) name() string {
+	if q.Name == "" {
+		return "queue"
+	}
+	return q.Name
+}
+
+func (q *Queue[T]) interval() time.Duration {
+	if q.Interval > 0 {
+		return q.Interval
+	}
+	return DefaultQueueInterval
+}
+
+func (q *Queue[T]) target() time.Duration {
+	if q.Target > 0 {
+		return q.Target
+	}
+	return DefaultQueueTarget
+}

@@ -1,0 +1,161 @@
+package budget
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of a zero [RetryBudget]: the values Finagle and Linkerd ship with.
+const (
+	// DefaultRetryTTL is how long a request's deposit, or a retry's
+	// withdrawal, counts toward the balance of a RetryBudget.
+	DefaultRetryTTL = 10 * time.Second
+	// DefaultRetryMinPerSecond is the floor of retries per second a
+	// RetryBudget allows whatever the traffic.
+	DefaultRetryMinPerSecond = 10
+	// DefaultRetryRatio is the fraction of requests a RetryBudget lets retry
+	// on top of the floor.
+	DefaultRetryRatio = 0.2
+)
+
+const (
+	retrySlots  = 10   // the TTL is counted in this many slices
+	retryScale  = 1000 // a retry costs retryScale units; a request deposits Ratio × retryScale
+	epochBits   = 24   // slice number, modulo 2^24, in the high bits of a slot
+	countBits   = 64 - epochBits
+	epochMask   = 1<<epochBits - 1
+	countMask   = 1<<countBits - 1
+	countSignSh = 64 - countBits
+)
+
+// RetryBudget limits the retries of one client to a fraction of its requests,
+// so that an outage of a dependency cannot multiply the load on it: with the
+// defaults, at most 20 % of the requests of the last 10 s may be retried, plus
+// 10 retries per second whatever the traffic, so a client with little traffic
+// can still retry. This is the token bucket of Finagle's RetryBudget and
+// Linkerd's retry budgets: every request deposits Ratio of a token, every
+// retry (or hedge) withdraws a whole one, and tokens older than TTL no longer
+// count.
+//
+// Share one RetryBudget among all the calls of a client (set it as
+// [Retry.Budget] or [Hedge.Budget]). The zero value is ready to use with the
+// defaults. Set the fields before first use. A RetryBudget must not be copied
+// after first use. It is safe for concurrent use and lock-free: the balance is
+// kept in ten time slices, each one atomic word holding its slice number and
+// its count, so Deposit costs one compare-and-swap and Withdraw reads the ten
+// words. Nothing allocates.
+//
+// Its methods take the time as a parameter, so they are pure computations over
+// the deposits made so far; [Retry] and [Hedge] pass time.Now().
+type RetryBudget struct {
+	// TTL is how long a deposit or a withdrawal counts. Zero means
+	// DefaultRetryTTL.
+	TTL time.Duration
+	// MinPerSecond is the floor: this many retries per second are allowed
+	// on top of the ratio, whatever the traffic. Zero means
+	// DefaultRetryMinPerSecond; a negative value means no floor.
+	MinPerSecond float64
+	// Ratio is the fraction of requests that may be retried, such as 0.2
+	// for 20 %. Zero means DefaultRetryRatio; a negative value means none
+	// (only the floor).
+	Ratio float64
+
+	slots      [retrySlots]atomic.Uint64
+	suppressed atomic.Int64
+}
+
+func (b *RetryBudget) slice() int64 {
+	ttl := b.TTL
+	if ttl <= 0 {
+		ttl = DefaultRetryTTL
+	}
+	return max(int64(ttl)/retrySlots, 1)
+}
+
+func (b *RetryBudget) deposit() int64 {
+	switch {
+	case b.Ratio < 0:
+		return 0
+	case b.Ratio == 0:
+		return DefaultRetryRatio * retryScale
+	}
+	return int64(b.Ratio * retryScale)
+}
+
+// reserve is the floor, in units: MinPerSecond over the whole TTL.
+func (b *RetryBudget) reserve() int64 {
+	per := b.MinPerSecond
+	switch {
+	case per < 0:
+		return 0
+	case per == 0:
+		per = DefaultRetryMinPerSecond
+	}
+	return int64(per * float64(b.slice()*retrySlots) / float64(time.Second) * retryScale)
+}
+
+// add adds delta units to the slice holding now, resetting the slice when it
+// last held an older one.
+func (b *RetryBudget) add(now time.Time, delta int64) {
+	ep := now.UnixNano() / b.slice()
+	s := &b.slots[uint64(ep)%retrySlots]
+	e := uint64(ep) & epochMask
+	for {
+		old := s.Load()
+		var c int64
+		if old>>countBits == e {
+			c = int64(old<<countSignSh) >> countSignSh
+		}
+		next := e<<countBits | uint64(c+delta)&countMask
+		if s.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// units returns the balance in units: the floor plus the deposits less the
+// withdrawals of the slices within TTL of now.
+func (b *RetryBudget) units(now time.Time) int64 {
+	ep := uint64(now.UnixNano() / b.slice())
+	sum := b.reserve()
+	for i := range b.slots {
+		w := b.slots[i].Load()
+		if age := (ep - w>>countBits) & epochMask; age < retrySlots {
+			sum += int64(w<<countSignSh) >> countSignSh
+		}
+	}
+	return sum
+}
+
+// Deposit records a request made at now: it adds Ratio of a retry to the
+// balance. [Retry] and [Hedge] deposit once per call, before the first
+// attempt.
+func (b *RetryBudget) Deposit(now time.Time) {
+	if d := b.deposit(); d > 0 {
+		b.add(now, d)
+	}
+}
+
+// Withdraw takes one retry from the balance at now and reports whether there
+// was one to take. A refused withdrawal is counted as a suppressed retry (see
+// [RetryBudget.Suppressed]). Concurrent withdrawals never overdraw the
+// balance; when several race for the last retry, more than one may be
+// refused.
+func (b *RetryBudget) Withdraw(now time.Time) bool {
+	b.add(now, -retryScale)
+	if b.units(now) >= 0 {
+		return true
+	}
+	b.add(now, retryScale)
+	b.suppressed.Add(1)
+	return false
+}
+
+// Balance returns how many retries the budget would allow at now.
+func (b *RetryBudget) Balance(now time.Time) int {
+	return int(max(b.units(now), 0) / retryScale)
+}
+
+// Suppressed returns how many retries (and hedges) the budget has refused
+// since it was created.
+func (b *RetryBudget) Suppressed() int64 { return b.suppressed.Load() }

@@ -1,0 +1,54 @@
+package budget_test
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/timebudget/budget"
+)
+
+// The allocation counts of the spending policies' hot paths, as measured.
+// A change that raises one must say why.
+func TestSpendingPolicyAllocations(t *testing.T) {
+	ctx, cancel := budget.Start(context.Background(), time.Hour)
+	defer cancel()
+	op := &budget.Op{Name: "dep", Cap: time.Second}
+	retry := &budget.Retry{Budget: &budget.RetryBudget{}}
+	hedge := &budget.Hedge{}
+	unmeasured := &budget.Op{Name: "new", Cap: time.Second, MinSamples: math.MaxInt} // never hedges
+	rb := &budget.RetryBudget{}
+	q := &budget.Queue[int]{Target: -1} // no sojourn bound: a stalled test must not shed the item
+	bg := context.Background()
+	now := time.Now()
+	cases := []struct {
+		name string
+		want float64
+		fn   func()
+	}{
+		// What one attempt of Op.Do costs (its deadline context, timer and
+		// cancel function: 4) plus the attempt number in its context (1).
+		// Deciding, the retry budget and the ledger cost nothing.
+		{"retry of a succeeding call", 5, func() { _ = retry.Do(ctx, op, succeed) }},
+		// The same, plus the adapter that gives fn a result for HedgeCall.
+		{"hedge before measurements", 6, func() { _ = hedge.Do(ctx, unmeasured, succeed) }},
+		{"retry budget deposit and withdrawal", 0, func() { rb.Deposit(now); rb.Withdraw(now) }},
+		{"queue put and get", 0, func() { _ = q.Put(ctx, 1); _, _, _ = q.Get(bg) }},
+		// Its state, the context without cancellation, the value and the
+		// deadline context with its timer.
+		{"detach", 7, func() { _, c := budget.Detach(ctx, "audit", time.Second); c() }},
+	}
+	for _, tc := range cases {
+		// AllocsPerRun counts every allocation in the process. The runtime's
+		// own (timer heaps growing on a loaded machine) can add some and never
+		// remove any, so the least of three measurements is the code's.
+		got := testing.AllocsPerRun(1000, tc.fn)
+		for range 2 {
+			got = min(got, testing.AllocsPerRun(1000, tc.fn))
+		}
+		if got != tc.want {
+			t.Errorf("%s: %v allocations, want %v", tc.name, got, tc.want)
+		}
+	}
+}
