@@ -18,7 +18,7 @@ import (
 type edge struct {
 	pat     pattern
 	perCall time.Duration
-	// reserve is held back for the cache rung in the admission pattern.
+	// reserve is held back to write the answer in the admission pattern.
 	reserve time.Duration
 	stages  []edgeStage
 
@@ -30,6 +30,9 @@ type edge struct {
 type edgeStage struct {
 	name  string
 	rungs []edgeRung
+	// ladder runs the rungs in the admission pattern when there are several:
+	// it declines a rung that cannot finish while keeping time for the last.
+	ladder *budget.Ladder[string]
 }
 
 // edgeRung is one rung of a stage: a hop to a dependency, or the local cache
@@ -70,6 +73,9 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The edge's inbound policy started the budget on arrival.
 		defer e.keepLedger(idx, budget.LedgerFrom(ctx))
 	}
+	if e.pat.admission {
+		ctx = budget.WithReserve(ctx, e.reserve)
+	}
 	var ans edgeAnswer
 	for _, st := range e.stages {
 		rung, err := e.runStage(ctx, st)
@@ -94,10 +100,13 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // runStage runs a stage's rungs in order until one answers. It returns the
 // name of the rung that answered or the last rung's error.
 func (e *edge) runStage(ctx context.Context, st edgeStage) (string, error) {
+	if st.ladder != nil {
+		name, _, err := st.ladder.Do(ctx)
+		return name, err
+	}
 	var err error
-	for i, rg := range st.rungs {
-		last := i == len(st.rungs)-1
-		if err = e.runRung(ctx, rg, last); err == nil {
+	for _, rg := range st.rungs {
+		if err = e.runRung(ctx, rg); err == nil {
 			return rg.name, nil
 		}
 	}
@@ -105,18 +114,13 @@ func (e *edge) runStage(ctx context.Context, st edgeStage) (string, error) {
 }
 
 // runRung makes one attempt of a rung under the edge's pattern.
-func (e *edge) runRung(ctx context.Context, rg edgeRung, last bool) error {
+func (e *edge) runRung(ctx context.Context, rg edgeRung) error {
 	switch {
 	case e.pat.perCall:
 		c, cancel := context.WithTimeout(ctx, e.perCall)
 		defer cancel()
 		return rg.call(c)
 	case e.pat.admission:
-		// Everything but the cache rung leaves the reserve untouched, so the
-		// cache can still answer when the expensive rungs run out of time.
-		if !last || rg.hop != nil {
-			ctx = budget.WithReserve(ctx, e.reserve)
-		}
 		return rg.op.Do(ctx, rg.call)
 	case e.pat.budgetAware:
 		// A shared deadline and nothing more: each attempt gets all that is

@@ -11,8 +11,9 @@ type pattern struct {
 	// budgetAware patterns start a budget at the edge and send the time left
 	// on every hop.
 	budgetAware bool
-	// admission: each hop is an Op that refuses what cannot finish, and a
-	// reserve is kept for the cheap last rung.
+	// admission: each hop is an Op that refuses what cannot finish, a
+	// ladder keeps time for its cheap last rung, and a reserve is kept to
+	// write the answer.
 	admission bool
 	// perCall: each hop gets its own fixed timeout, derived from the caller's
 	// own context as careful Go code does: context.WithTimeout(r.Context(), t).
@@ -30,7 +31,7 @@ var patterns = []pattern{
 	},
 	{
 		key: "admission", name: "deadline + admission", budgetAware: true, admission: true,
-		about: "the shared budget, and each hop admitted only when measured latency says it can finish; a reserve keeps the cache rung",
+		about: "the shared budget; each hop is an Op admitted only when its measured latency fits what is left, and the geometry ladder declines rungs that cannot finish, keeping time for the cache",
 	},
 	{
 		key: "none", name: "no timeout",

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"time"
@@ -77,7 +78,7 @@ func runPattern(ctx context.Context, cfg *demoConfig, sc *scenario, pat pattern,
 	}
 
 	e := &edge{
-		pat: pat, perCall: sc.perCall(cfg.budget),
+		pat: pat, perCall: sc.perCall(cfg.budget), reserve: answerReserve(cfg.budget),
 		ledgers: map[int]*budget.Ledger{}, refusals: map[string]int{},
 	}
 	for _, ss := range sc.stages {
@@ -91,8 +92,7 @@ func runPattern(ctx context.Context, cfg *demoConfig, sc *scenario, pat pattern,
 				Estimator: budget.Estimator{Window: opWindow}}}
 			switch {
 			case rs.dep == "":
-				// The local cache: the admission pattern keeps time for it.
-				e.reserve = cacheReserve(cfg.budget)
+				rg.op = cacheOp(name)
 			case urls[rs.dep] != "":
 				rg.hop = httpHop{client: w.httpClient(transport, name), url: urls[rs.dep] + rs.path}
 			case conns[rs.dep] != nil:
@@ -101,6 +101,15 @@ func runPattern(ctx context.Context, cfg *demoConfig, sc *scenario, pat pattern,
 				return nil, fmt.Errorf("scenario %s: rung %s calls unknown dependency %q", sc.key, name, rs.dep)
 			}
 			st.rungs = append(st.rungs, rg)
+		}
+		if pat.admission && len(st.rungs) > 1 {
+			st.ladder = new(budget.Ladder[string])
+			for _, rg := range st.rungs {
+				st.ladder.Rungs = append(st.ladder.Rungs, budget.Rung[string]{
+					Op: rg.op,
+					Fn: func(ctx context.Context) (string, error) { return rg.name, rg.call(ctx) },
+				})
+			}
 		}
 		e.stages = append(e.stages, st)
 	}
@@ -155,9 +164,25 @@ const opMinSamples = 10
 // run of a few seconds is seen as slow within that run.
 const opWindow = time.Second
 
-// cacheReserve is the time the admission pattern holds back for the cache rung
-// and for writing the answer: a tenth of the budget, at least 15 ms.
-func cacheReserve(b time.Duration) time.Duration { return max(b/10, 15*time.Millisecond) }
+// cachePlan is the time the ladder holds back for the cache rung: well over
+// the cache's latency, so that the rung before it can run until the hold
+// and the cache still has time to answer.
+const cachePlan = 10 * time.Millisecond
+
+// cacheOp returns the Op of the edge's cache rung. Its need is planned, not
+// measured (its Prior, with more samples required than a run takes), and it
+// is tried whenever any time is left: every attempt its estimate refuses goes
+// through as a probe. Without that, a ladder holding back exactly the cache's
+// need would decline the cache after a slow rung ran up to that hold, since
+// ending the slow rung takes a moment of the held time.
+func cacheOp(name string) *budget.Op {
+	return &budget.Op{Name: name, Prior: cachePlan, MinSamples: math.MaxInt, ProbeEvery: time.Nanosecond}
+}
+
+// answerReserve is the time the admission pattern holds back to write the
+// answer: a tenth of the budget, at least 15 ms. The ladder keeps the cache
+// rung's own time on top of it.
+func answerReserve(b time.Duration) time.Duration { return max(b/10, 15*time.Millisecond) }
 
 // closer adapts a function to server.
 type closer func()
