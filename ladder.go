@@ -87,8 +87,11 @@ var errNoRungs = errors.New("budget: ladder has no rungs")
 
 // Do tries the rungs in order and returns the first answer. Every rung but
 // the last runs with the last rung's need held back (with [WithReserve]): the
-// larger of its Op's Prior or measured need and just over its MinUseful. A
-// rung its Op does not admit in what is left is declined and recorded as an
+// larger of its Op's Prior or measured need and just over its MinUseful. The
+// last rung is the last chance: it is started whenever more than its
+// MinUseful is left, whatever its estimate says, because the time held for it
+// may have been partly spent ending the rung before. A rung its Op does not
+// admit in what is left is declined and recorded as an
 // [EventSkip] naming the reason; a rung that fails or times out is followed
 // by the next. The answer of any rung but the first is recorded as an
 // [EventFallback].
@@ -120,7 +123,7 @@ func (l *Ladder[T]) Do(ctx context.Context) (T, LadderResult, error) {
 		var v T
 		called := false
 		start := time.Now()
-		err := r.Op.attempt(rctx, 0, func(actx context.Context) error {
+		err := r.Op.run(rctx, 0, i == last, func(actx context.Context) error {
 			called = true
 			var err error
 			v, err = r.Fn(actx)
@@ -132,8 +135,11 @@ func (l *Ladder[T]) Do(ctx context.Context) (T, LadderResult, error) {
 		if err == nil {
 			rep.Status, res.Answered = RungAnswered, i
 			if i > 0 {
-				emit(ctx, st, r.Op.Observer, Event{Kind: EventFallback, Stage: r.Op.Name, At: start,
-					Duration: rep.Duration, Outcome: OutcomeOK})
+				ev := Event{Kind: EventFallback, Stage: r.Op.Name, At: start, Duration: rep.Duration, Outcome: OutcomeOK}
+				if dl, ok := ctx.Deadline(); ok {
+					ev.Remaining = dl.Sub(start)
+				}
+				emit(ctx, st, r.Op.Observer, ev)
 			}
 			return v, res, nil
 		}

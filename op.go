@@ -227,8 +227,10 @@ func (o *Op) SuggestedTimeout() time.Duration {
 // for other reasons are not latency samples and are not recorded.
 //
 // When the attempt runs out of time, Do returns an [*Error] that matches
-// [context.DeadlineExceeded] and wraps fn's error. Other errors from fn are
-// returned as they are. Every decision and attempt goes to the ledger and the
+// [context.DeadlineExceeded] and wraps fn's error; so does an error from fn
+// that itself matches [context.DeadlineExceeded] (the callee ran out of the
+// budget it was sent), and both count as timed-out samples. Other errors from
+// fn are returned as they are. Every decision and attempt goes to the ledger and the
 // observers.
 func (o *Op) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return o.attempt(ctx, 0, fn)
@@ -247,6 +249,13 @@ func Call[T any](ctx context.Context, o *Op, fn func(ctx context.Context) (T, er
 
 // attempt runs one admitted attempt; n numbers it within a retry loop.
 func (o *Op) attempt(ctx context.Context, n int, fn func(ctx context.Context) error) error {
+	return o.run(ctx, n, false, fn)
+}
+
+// run runs one attempt. With lastChance, the estimate is not consulted: the
+// attempt starts whenever more than MinUseful is left, because nothing
+// cheaper comes after it (the last rung of a ladder).
+func (o *Op) run(ctx context.Context, n int, lastChance bool, fn func(ctx context.Context) error) error {
 	now := time.Now()
 	st := stateOf(ctx)
 	if err := ctx.Err(); err != nil {
@@ -264,7 +273,12 @@ func (o *Op) attempt(ctx context.Context, n int, fn func(ctx context.Context) er
 	if remaining == noDeadline {
 		shownRemaining = 0
 	}
-	dec := o.admit(now, available)
+	var dec Decision
+	if lastChance {
+		dec = Decision{Available: available, Probability: 1, Admit: available > 0 && available > o.MinUseful}
+	} else {
+		dec = o.admit(now, available)
+	}
 	if !dec.Admit {
 		err := &Error{Stage: o.Name, Kind: Insufficient, Remaining: available, Needed: dec.Needed, Budget: st.budget()}
 		emit(ctx, st, o.Observer, Event{Kind: EventRefuse, Stage: o.Name, At: now, Remaining: shownRemaining,
@@ -293,15 +307,19 @@ func (o *Op) attempt(ctx context.Context, n int, fn func(ctx context.Context) er
 	end := time.Now()
 	elapsed := end.Sub(now)
 	outcome := OutcomeOK
-	if err != nil {
+	switch {
+	case err == nil:
+	case actx.Err() != nil && errors.Is(context.Cause(actx), context.DeadlineExceeded):
+		outcome = OutcomeTimeout
+	case actx.Err() != nil:
+		outcome = OutcomeCanceled
+	case errors.Is(err, context.DeadlineExceeded):
+		// The callee ran out of the budget we sent it (an upstream 504 with
+		// Budget-Expired, a gRPC DEADLINE_EXCEEDED) a moment before our own
+		// deadline: the call took at least this long.
+		outcome = OutcomeTimeout
+	default:
 		outcome = OutcomeError
-		if actx.Err() != nil {
-			if errors.Is(context.Cause(actx), context.DeadlineExceeded) {
-				outcome = OutcomeTimeout
-			} else {
-				outcome = OutcomeCanceled
-			}
-		}
 	}
 	cancel()
 	switch outcome {

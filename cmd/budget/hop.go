@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
-	"github.com/timebudget/budget/httpbudget"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -40,11 +38,10 @@ func (h httpHop) call(ctx context.Context) error {
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
-		err = unwrapURLError(err)
-		if errors.Is(err, httpbudget.ErrUpstreamExpired) {
-			awaitOwnDeadline(ctx)
-		}
-		return err
+		// An upstream's Budget-Expired answer matches
+		// context.DeadlineExceeded, so the caller's Op records the attempt
+		// as timed out.
+		return unwrapURLError(err)
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
@@ -67,23 +64,6 @@ func unwrapURLError(err error) error {
 		return cause
 	}
 	return err
-}
-
-// upstreamGrace is how close to its own deadline a caller waits out an
-// upstream's "budget expired" answer; see awaitOwnDeadline.
-const upstreamGrace = 5 * time.Millisecond
-
-// awaitOwnDeadline waits for ctx to end when its deadline is at most
-// upstreamGrace away. A dependency that stopped at the deadline it was sent
-// answers "expired" a moment before the caller's own context ends, because
-// the header rounds the time left down. The attempt did run out of time;
-// waiting out that moment lets the caller's Op see its context expire and
-// record the attempt as timed out (a censored latency sample) rather than as
-// a failure that says nothing about latency.
-func awaitOwnDeadline(ctx context.Context) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= upstreamGrace {
-		<-ctx.Done()
-	}
 }
 
 // statusError is a dependency's non-200 answer.
@@ -114,13 +94,15 @@ func (h grpcHop) call(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	if status.Code(err) == codes.DeadlineExceeded {
-		awaitOwnDeadline(ctx)
-	}
-	// Give the caller the context's own error when the context ended, so
-	// timeouts are told apart from failures the same way for every hop.
+	// Give the caller the context's own error when the context ended, and
+	// context.DeadlineExceeded when the callee ran out of the time it was
+	// sent a moment before, so timeouts are told apart from failures the
+	// same way for every hop (and an Op records them as timed out).
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%w (%v)", ctxErr, status.Code(err))
+	}
+	if status.Code(err) == codes.DeadlineExceeded {
+		return fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
 	}
 	return err
 }

@@ -170,13 +170,11 @@ const opWindow = time.Second
 const cachePlan = 10 * time.Millisecond
 
 // cacheOp returns the Op of the edge's cache rung. Its need is planned, not
-// measured (its Prior, with more samples required than a run takes), and it
-// is tried whenever any time is left: every attempt its estimate refuses goes
-// through as a probe. Without that, a ladder holding back exactly the cache's
-// need would decline the cache after a slow rung ran up to that hold, since
-// ending the slow rung takes a moment of the held time.
+// measured (its Prior, with more samples required than a run takes): the
+// ladder holds that much back for it. As the last rung it is tried whenever
+// any time is left.
 func cacheOp(name string) *budget.Op {
-	return &budget.Op{Name: name, Prior: cachePlan, MinSamples: math.MaxInt, ProbeEvery: time.Nanosecond}
+	return &budget.Op{Name: name, Prior: cachePlan, MinSamples: math.MaxInt}
 }
 
 // answerReserve is the time the admission pattern holds back to write the

@@ -1,0 +1,72 @@
+package budget_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/timebudget/budget"
+)
+
+// Regression: a rung that overran its deadline while ending ate part of the
+// time held for the last rung, and the last rung's own estimate then declined
+// it. The last rung is the last chance and must run.
+func TestLadderAlwaysTriesTheLastRung(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		slow := &budget.Op{Name: "exact"}
+		cache := &budget.Op{Name: "cache", Prior: 50 * time.Millisecond, ProbeEvery: -1}
+		ladder := &budget.Ladder[string]{Rungs: []budget.Rung[string]{
+			{Op: slow, Fn: func(ctx context.Context) (string, error) {
+				<-ctx.Done()
+				time.Sleep(10 * time.Millisecond) // slow to notice
+				return "", ctx.Err()
+			}},
+			{Op: cache, Fn: func(context.Context) (string, error) { return "cached", nil }},
+		}}
+		ctx, cancel := budget.Start(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		v, res, err := ladder.Do(ctx)
+		if err != nil || v != "cached" || res.Answered != 1 {
+			t.Fatalf("v=%q err=%v result=%+v: the last rung must run with 40ms left", v, err, res)
+		}
+		var fallback *budget.Event
+		for _, ev := range budget.LedgerFrom(ctx).Events() {
+			if ev.Kind == budget.EventFallback {
+				fallback = &ev
+			}
+		}
+		if fallback == nil || fallback.Remaining != 40*time.Millisecond {
+			t.Fatalf("fallback event %+v: want the 40ms that were left", fallback)
+		}
+	})
+}
+
+// Regression: a callee that reports its own deadline ran out (an upstream 504
+// or DEADLINE_EXCEEDED, arriving just before ours) taught the op nothing.
+func TestOpLearnsFromAnUpstreamDeadline(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		op := &budget.Op{Name: "pricing"}
+		ctx, cancel := budget.Start(context.Background(), time.Second)
+		defer cancel()
+		err := op.Do(ctx, func(context.Context) error {
+			time.Sleep(995 * time.Millisecond)
+			return fmt.Errorf("upstream: %w", context.DeadlineExceeded)
+		})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v", err)
+		}
+		var be *budget.Error
+		if !errors.As(err, &be) || be.Kind != budget.Expired || be.Stage != "pricing" {
+			t.Fatalf("err = %#v, want an expiry naming the op", err)
+		}
+		time.Sleep(20 * time.Millisecond) // let the snapshot refresh
+		if c := op.Estimator.Distribution(time.Now()).Censored(); c != 1 {
+			t.Fatalf("censored samples = %d, want 1", c)
+		}
+	})
+}
