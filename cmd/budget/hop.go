@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 
-
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
