@@ -83,3 +83,8 @@ func (c BudgetConfig) String() string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// DefaultBudget is the budget configuration the comparison uses: the Op's
+// defaults, with the dependency's usual latency (50 ms) as Prior and the
+// careful code's per-call timeout (3 s) as Cap.
+var DefaultBudget = BudgetConfig{Prior: 50 * time.Millisecond, Cap: 3 * time.Second}

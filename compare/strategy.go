@@ -81,3 +81,15 @@ func orFallback(ctx context.Context, err error, fallback func(context.Context) e
 	}
 	return NoAnswer
 }
+
+// Lineup returns the strategies the comparison runs, in the order it reports
+// them: the common bug and careful Go with 3 s per call, failsafe-go with
+// [TunedFailsafe], and budget with [DefaultBudget].
+func Lineup() []Strategy {
+	return []Strategy{
+		CommonBug(3 * time.Second),
+		Careful(3 * time.Second),
+		Failsafe(TunedFailsafe),
+		Budget(DefaultBudget),
+	}
+}
