@@ -95,11 +95,11 @@ func TestRunMeasuresRecovery(t *testing.T) {
 func TestRunCanceled(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 500*ms)
+		ctx, cancel := context.WithTimeout(context.Background(), 498*ms)
 		defer cancel()
 		got := compare.SlowThenRecovered(false).Run(ctx, compare.Careful(3*time.Second))
 		if got.Requests != 100 {
-			t.Errorf("%d requests arrived in the first 500ms at 200/s, want 100", got.Requests)
+			t.Errorf("%d requests arrived in the first 498ms at 200/s, want 100", got.Requests)
 		}
 	})
 }
