@@ -3,7 +3,6 @@ package compare
 import (
 	"fmt"
 	"io"
-	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -124,9 +123,12 @@ func (s Scenario) settled(from, end time.Time, reqs []request, ok func(*request)
 			good[i+1]++
 		}
 	}
-	first := slices.IndexFunc(reqs, func(r request) bool { return !r.arrival.Before(from) })
-	if first < 0 {
-		return 0, false
+	first := len(reqs)
+	for i := range reqs {
+		if !reqs[i].arrival.Before(from) {
+			first = i
+			break
+		}
 	}
 	at := -1
 	j := first

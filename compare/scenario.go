@@ -90,11 +90,15 @@ func SlowThenRecovered(cascade bool) Scenario {
 // request is what the run records of one request.
 type request struct {
 	arrival  time.Time
-	done     time.Time // when the handler returned
-	gaveUp   time.Time // when the handler turned to the fallback; zero if it did not
-	answer   Answer
-	calls    int // dependency calls the handler made
 	deadline time.Time
+	done     time.Time // when the handler returned
+	answer   Answer
+
+	// A handler may call the dependency and the fallback from goroutines
+	// of its own (hedging, fan-out), so these two are guarded.
+	mu     sync.Mutex
+	calls  int       // dependency calls the handler made
+	gaveUp time.Time // when the handler turned to the fallback; zero if it did not
 }
 
 // inTime reports whether the request was answered before its user left.
@@ -151,20 +155,26 @@ func (s Scenario) serve(parent context.Context, r *request, handler Handler, dep
 	ctx, cancel := context.WithDeadline(parent, r.deadline)
 	defer cancel()
 	call := func(cctx context.Context) error {
+		r.mu.Lock()
 		r.calls++
+		r.mu.Unlock()
 		return dep.call(cctx, ctx)
 	}
 	fallback := func(fctx context.Context) error {
+		r.mu.Lock()
 		if r.gaveUp.IsZero() {
 			r.gaveUp = time.Now()
 		}
+		r.mu.Unlock()
 		return work(fctx, s.FallbackCost)
 	}
 	r.answer = handler(ctx, call, fallback)
 	r.done = time.Now()
+	r.mu.Lock()
 	if r.answer != Full && r.gaveUp.IsZero() {
 		r.gaveUp = r.done
 	}
+	r.mu.Unlock()
 }
 
 // work takes d, or until ctx is done, whichever comes first.

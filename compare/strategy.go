@@ -19,7 +19,9 @@ const (
 // the user's patience, and it is canceled when the request ends. call makes
 // one call to the dependency within the context it is given; fallback
 // produces the cheap answer within the context it is given. Both return nil
-// on success. A Handler is called from many goroutines at once.
+// on success, and both may be called any number of times, from any
+// goroutine, until the handler returns. A Handler is called from many
+// goroutines at once.
 type Handler func(ctx context.Context, call, fallback func(context.Context) error) Answer
 
 // Strategy is one way of calling the dependency from a request handler.
