@@ -21,7 +21,6 @@ type dependency struct {
 
 	mu      sync.Mutex
 	calls   int
-	useful  int           // calls whose answer reached a caller still waiting
 	busy    time.Duration // worker time over all calls
 	doomed  time.Duration // worker time of calls whose answer reached nobody in time
 	orphans time.Duration // worker time after the requesting user had left
@@ -93,7 +92,8 @@ type handoff struct {
 	gone      bool // the caller returned without the answer
 }
 
-// account adds one finished piece of work to the totals.
+// account adds one finished piece of work to the totals; useful reports
+// whether its answer reached a user still waiting.
 func (d *dependency) account(rec budgettest.Record, useful bool) {
 	took := rec.Stop.Sub(rec.Start)
 	d.mu.Lock()
@@ -101,9 +101,7 @@ func (d *dependency) account(rec budgettest.Record, useful bool) {
 	d.calls++
 	d.busy += took
 	d.orphans += rec.Orphaned()
-	if useful {
-		d.useful++
-	} else {
+	if !useful {
 		d.doomed += took
 	}
 }
