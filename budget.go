@@ -43,6 +43,14 @@ type state struct {
 
 type stateKey struct{}
 
+// stateAndLedger holds a new request's state, its ledger and the ledger's
+// first events together, so starting a budget allocates once for all three.
+type stateAndLedger struct {
+	st     state
+	ledger Ledger
+	inline [ledgerInitial]Event
+}
+
 func stateOf(ctx context.Context) *state {
 	st, _ := ctx.Value(stateKey{}).(*state)
 	return st
@@ -98,22 +106,31 @@ func (c Config) start(parent context.Context, now, deadline time.Time) (context.
 	if pd, ok := parent.Deadline(); ok && pd.Before(deadline) {
 		deadline = pd
 	}
-	st := &state{stage: c.Stage, start: now, total: deadline.Sub(now), observer: c.Observer}
+	outer := stateOf(parent)
+	var st *state
+	if outer == nil && c.LedgerCapacity >= 0 {
+		// A new request: its state and its ledger, with room for the first
+		// events, in one allocation.
+		both := new(stateAndLedger)
+		st = &both.st
+		st.ledger = &both.ledger
+		both.ledger.init(now, deadline.Sub(now), c.LedgerCapacity, both.inline[:0])
+	} else {
+		st = new(state)
+	}
+	st.stage, st.start, st.total, st.observer = c.Stage, now, deadline.Sub(now), c.Observer
 	if st.stage == "" {
 		st.stage = "request"
 	}
 	if st.total < 0 {
 		st.total = 0
 	}
-	if outer := stateOf(parent); outer != nil {
+	if outer != nil {
 		st.ledger = outer.ledger
 		st.reserve = outer.reserve
 		if st.observer == nil {
 			st.observer = outer.observer
 		}
-	}
-	if st.ledger == nil && c.LedgerCapacity >= 0 {
-		st.ledger = newLedger(now, st.total, c.LedgerCapacity)
 	}
 	ctx := context.WithValue(parent, stateKey{}, st)
 	ctx, cancel := context.WithDeadlineCause(ctx, deadline, ErrBudgetExpired)

@@ -23,8 +23,13 @@ const (
 )
 
 // DefaultWindow is the length of each of the two rotating windows of an
-// [Estimator] whose Window is zero.
-const DefaultWindow = 10 * time.Second
+// [Estimator] whose Window is zero. The estimate covers the last window to two
+// windows of samples, the older window's weight fading out as the current
+// window fills (a sliding window), so a one-second window turns the estimate
+// about a second after a dependency slows down: as fast as a circuit breaker
+// counting failures over a second. Dependencies called less than about
+// MinSamples times a second should use a longer window.
+const DefaultWindow = time.Second
 
 func bucketOf(d time.Duration) int {
 	if d < 1<<minExp {
@@ -182,37 +187,45 @@ func (e *Estimator) compute(now time.Time) *Distribution {
 	// A snapshot expires after 1/64 of a window, and when the window turns
 	// (the oldest samples stop counting), whichever comes first.
 	d.hardUntil = now.Add(min(time.Duration(w/64), time.Duration((ep+1)*w-now.UnixNano())))
-	var u, c [nBuckets]uint64
+	// The previous window counts less as the current one fills: a sliding
+	// window of one window's length, approximated from two fixed ones.
+	prevWeight := 1 - float64(now.UnixNano()-ep*w)/float64(w)
+	var u, c [nBuckets]float64
 	for s := range e.slots {
 		slot := &e.slots[s]
-		if got := slot.epoch.Load(); got != ep && got != ep-1 {
+		weight := 1.0
+		switch slot.epoch.Load() {
+		case ep:
+		case ep - 1:
+			weight = prevWeight
+		default:
 			continue
 		}
 		for i := range u {
-			u[i] += uint64(slot.counts[i].Load())
-			c[i] += uint64(slot.censored[i].Load())
+			u[i] += weight * float64(slot.counts[i].Load())
+			c[i] += weight * float64(slot.censored[i].Load())
 		}
 	}
-	var atRisk uint64
+	var atRisk, censored float64
 	for i := range u {
 		atRisk += u[i] + c[i]
-		d.censored += int(c[i])
+		censored += c[i]
 		if u[i]+c[i] > 0 {
 			d.top = i
 		}
 	}
-	d.n = int(atRisk)
+	d.n, d.censored = int(math.Round(atRisk)), int(math.Round(censored))
 	// Kaplan–Meier: censored samples stay at risk through their own bucket.
 	surv := 1.0
 	for i := range u {
-		if atRisk > 0 && u[i] > 0 {
-			surv *= 1 - float64(u[i])/float64(atRisk)
+		if atRisk > 1e-9 && u[i] > 0 {
+			surv *= max(0, 1-u[i]/atRisk)
 		}
 		d.cdf[i] = 1 - surv
 		atRisk -= u[i] + c[i]
 	}
-	d.p50, _ = d.Quantile(0.5)
-	d.p99, _ = d.Quantile(0.99)
+	d.p50, _ = d.quantile(0.5)
+	d.p99, _ = d.quantile(0.99)
 	return d
 }
 
@@ -224,14 +237,18 @@ type Distribution struct {
 	n                    int
 	censored             int
 	p50, p99             time.Duration
-	top                  int               // highest bucket holding any sample
+	top                  int // highest bucket holding any sample
+	cached               atomic.Pointer[quantileMemo]
 	cdf                  [nBuckets]float64 // P(latency < upper bound of bucket i)
 }
 
-// Count returns the number of samples in the snapshot, censored ones included.
+// Count returns the number of samples in the snapshot, censored ones
+// included, the older window's weighted by how much of it the sliding window
+// still covers (rounded to a whole number).
 func (d *Distribution) Count() int { return d.n }
 
-// Censored returns how many of the samples were cut off (timed out).
+// Censored returns how many of the samples were cut off (timed out), weighted
+// like Count.
 func (d *Distribution) Censored() int { return d.censored }
 
 // CDF returns the estimated probability that a call finishes within t,
@@ -253,12 +270,30 @@ func (d *Distribution) CDF(t time.Duration) float64 {
 	return below + (d.cdf[i]-below)*frac
 }
 
+// quantileMemo remembers the last quantile asked of a snapshot: an op asks
+// for the same one (its threshold) on every refusal.
+type quantileMemo struct {
+	q  float64
+	d  time.Duration
+	ok bool
+}
+
 // Quantile returns the duration within which a fraction q of calls finish.
 // The boolean is false when there are no samples, or when q lies beyond what
 // the samples show because too many of them were cut off (the calls take
 // longer than anything observed); the duration is then the longest bound seen.
 // q is clamped to [0, 1].
+// The last answer is remembered, so asking for the same q again costs a load.
 func (d *Distribution) Quantile(q float64) (time.Duration, bool) {
+	if m := d.cached.Load(); m != nil && m.q == q {
+		return m.d, m.ok
+	}
+	v, ok := d.quantile(q)
+	d.cached.Store(&quantileMemo{q, v, ok})
+	return v, ok
+}
+
+func (d *Distribution) quantile(q float64) (time.Duration, bool) {
 	if d.n == 0 || q != q {
 		return 0, false
 	}

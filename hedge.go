@@ -130,8 +130,8 @@ func numberedAttempt[T any](ctx context.Context, op *Op, n int, fn func(ctx cont
 
 // delay returns the wait before the hedge, and false when there is none.
 func (h *Hedge) delay(op *Op, now time.Time) (time.Duration, bool) {
-	dist := op.Estimator.Distribution(now)
-	if dist.Count() < op.minSamples() {
+	dist := op.estimate(now)
+	if dist == nil {
 		return h.Delay, h.Delay > 0
 	}
 	q := h.Quantile

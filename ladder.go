@@ -173,11 +173,11 @@ func (l *Ladder[T]) Do(ctx context.Context) (T, LadderResult, error) {
 // MinUseful.
 func (o *Op) need(now time.Time) time.Duration {
 	var est time.Duration
-	dist := o.Estimator.Distribution(now)
+	dist := o.estimate(now)
 	switch {
-	case dist.Count() >= o.minSamples() && o.Safety > 0:
+	case dist != nil && o.Safety > 0:
 		est = time.Duration(o.Safety * float64(dist.Median()))
-	case dist.Count() >= o.minSamples():
+	case dist != nil:
 		est, _ = dist.Quantile(o.threshold())
 	case o.Safety > 0:
 		est = time.Duration(o.Safety * float64(o.Prior))

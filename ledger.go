@@ -28,13 +28,15 @@ type Ledger struct {
 // ledgerInitial is how many events a new ledger has room for before it first
 // grows: most requests record a handful, so the full capacity is not
 // allocated up front.
-const ledgerInitial = 8
+const ledgerInitial = 4
 
-func newLedger(start time.Time, budget time.Duration, capacity int) *Ledger {
+// init prepares a ledger whose first events go into buf's spare capacity.
+func (l *Ledger) init(start time.Time, budget time.Duration, capacity int, buf []Event) {
 	if capacity == 0 {
 		capacity = DefaultLedgerCapacity
 	}
-	return &Ledger{start: start, budget: budget, limit: capacity, events: make([]Event, 0, min(capacity, ledgerInitial))}
+	l.start, l.budget, l.limit = start, budget, capacity
+	l.events = buf[:0:min(cap(buf), capacity)]
 }
 
 func (l *Ledger) add(ev Event) {

@@ -77,12 +77,12 @@ type Op struct {
 
 	// ProbeEvery bounds the trickle of probe attempts let through while the
 	// estimate refuses calls that would otherwise have enough time: at most
-	// one per ProbeEvery. When three probes in a row succeed inside the time
-	// the estimate called insufficient, the estimate is discarded, so a
-	// recovered dependency is used again within a few probes rather than
-	// after the old samples age out. Zero means DefaultProbeEvery; a negative
-	// value disables probes (the estimate then recovers only as its windows
-	// rotate).
+	// one per ProbeEvery. A probe that succeeds inside the time the estimate
+	// called insufficient lets the next one go at once, and three in a row
+	// reset the op (see [Op.Reset]), so a recovered dependency is used again
+	// within a few of its own latencies, as a circuit breaker's half-open
+	// trial calls allow. Zero means DefaultProbeEvery; a negative value
+	// disables probes (the op then follows the last estimate it learned).
 	ProbeEvery time.Duration
 
 	// Observer, when not nil, receives this op's events in addition to the
@@ -93,8 +93,36 @@ type Op struct {
 	// before first use.
 	Estimator Estimator
 
-	lastProbe atomic.Int64 // unix ns of the last probe admitted
-	probeWins atomic.Int32 // consecutive probes that succeeded
+	learned   atomic.Pointer[Distribution] // the last estimate with MinSamples samples
+	lastProbe atomic.Int64                 // unix ns of the last probe admitted
+	probeWins atomic.Int32                 // consecutive probes that succeeded
+	lastWin   atomic.Int64                 // unix ns at which the last successful probe started
+}
+
+// estimate returns the distribution admission uses at now, or nil when
+// there is none and the prior applies. While an op refuses calls it stops
+// getting samples, and its windows empty; falling back to the prior then
+// would let a burst of doomed calls through every time the windows turn. So
+// the last estimate that had enough samples stays in force until the op is
+// reset (by probes that show a recovery, or by [Op.Reset]).
+func (o *Op) estimate(now time.Time) *Distribution {
+	dist := o.Estimator.Distribution(now)
+	if dist.n >= o.minSamples() {
+		if o.learned.Load() != dist {
+			o.learned.Store(dist)
+		}
+		return dist
+	}
+	return o.learned.Load()
+}
+
+// Reset forgets everything the op has measured: its estimator's samples and
+// the estimate in force. Admission then follows Prior until it has learned
+// again. An op resets itself when probes show a recovered dependency.
+func (o *Op) Reset() {
+	o.Estimator.Reset()
+	o.learned.Store(nil)
+	o.probeWins.Store(0)
 }
 
 // Decision is the outcome of an admission check.
@@ -142,8 +170,8 @@ func (o *Op) Decide(now time.Time, available time.Duration) Decision {
 	if available == noDeadline {
 		return dec
 	}
-	dist := o.Estimator.Distribution(now)
-	if dist.n < o.minSamples() {
+	dist := o.estimate(now)
+	if dist == nil {
 		if o.Prior <= 0 {
 			return dec
 		}
@@ -206,12 +234,33 @@ func (o *Op) admit(now time.Time, available time.Duration) Decision {
 	return dec
 }
 
+// probed learns from the end of a probe that started at start: a success is
+// evidence that the estimate is too pessimistic, and the next probe may go
+// at once (like a breaker's half-open state letting trial calls through one
+// after another); probeWinsToReset successes in a row reset the op. A failure
+// ends the streak, unless a probe started after it has succeeded since: a
+// probe sent just before a recovery fails late and says nothing new.
+func (o *Op) probed(start time.Time, ok bool) {
+	if ok {
+		o.lastWin.Store(start.UnixNano())
+		if o.probeWins.Add(1) >= probeWinsToReset {
+			o.Reset()
+			return
+		}
+		o.lastProbe.Store(1) // long ago: the next refusal probes
+		return
+	}
+	if start.UnixNano() >= o.lastWin.Load() {
+		o.probeWins.Store(0)
+	}
+}
+
 // SuggestedTimeout returns a per-call timeout derived from measurements: three
 // times the observed p99, the rule of thumb of "a small multiple of p99". With
 // too few samples it is three times Prior, or zero when there is no prior.
 func (o *Op) SuggestedTimeout() time.Duration {
-	dist := o.Estimator.Distribution(time.Now())
-	if dist.n < o.minSamples() {
+	dist := o.estimate(time.Now())
+	if dist == nil {
 		return 3 * o.Prior
 	}
 	return 3 * dist.p99
@@ -329,14 +378,7 @@ func (o *Op) run(ctx context.Context, n int, lastChance bool, fn func(ctx contex
 		o.Estimator.RecordCensoredAt(end, elapsed)
 	}
 	if dec.Probe {
-		if outcome == OutcomeOK {
-			if o.probeWins.Add(1) >= probeWinsToReset {
-				o.probeWins.Store(0)
-				o.Estimator.Reset()
-			}
-		} else {
-			o.probeWins.Store(0)
-		}
+		o.probed(now, outcome == OutcomeOK)
 	}
 	emit(ctx, st, o.Observer, Event{Kind: EventAttempt, Stage: o.Name, At: now, Duration: elapsed,
 		Remaining: shownRemaining, Outcome: outcome, Attempt: n, Err: err})

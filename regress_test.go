@@ -70,3 +70,29 @@ func TestOpLearnsFromAnUpstreamDeadline(t *testing.T) {
 		}
 	})
 }
+
+// Regression: a refused dependency gets no samples, its windows empty, and
+// the op used to fall back to "no measurements" and let a burst of doomed
+// calls through every time the windows turned. The last learned estimate
+// stays in force until probes show a recovery.
+func TestRefusedOpDoesNotForgetWhatItLearned(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		op := &budget.Op{Name: "slow", ProbeEvery: -1}
+		for range 50 {
+			op.Estimator.RecordCensored(time.Second) // every call timed out
+		}
+		time.Sleep(20 * time.Millisecond)
+		if op.Decide(time.Now(), 500*time.Millisecond).Admit {
+			t.Fatal("a dependency known to time out was admitted")
+		}
+		time.Sleep(10 * budget.DefaultWindow) // no samples: everything was refused
+		if d := op.Decide(time.Now(), 500*time.Millisecond); d.Admit || !d.Measured {
+			t.Fatalf("%+v: with its windows empty the op must keep its last estimate", d)
+		}
+		op.Reset()
+		if d := op.Decide(time.Now(), 500*time.Millisecond); !d.Admit || d.Measured {
+			t.Fatalf("%+v: after Reset the op starts over", d)
+		}
+	})
+}

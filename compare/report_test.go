@@ -42,7 +42,7 @@ func TestReport(t *testing.T) {
 			compare.Failsafe(compare.TunedFailsafe),
 			compare.Budget(compare.DefaultBudget),
 			tuned(compare.BudgetConfig{ProbeEvery: 100 * ms}),
-			tuned(compare.BudgetConfig{Window: time.Second}),
+			tuned(compare.BudgetConfig{Window: 10 * time.Second}),
 			tuned(compare.BudgetConfig{Threshold: 0.9}),
 		}))
 	strategies := []compare.Strategy{compare.Failsafe(compare.TunedFailsafe), compare.Budget(compare.DefaultBudget)}
