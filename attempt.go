@@ -59,3 +59,25 @@ func (st *state) reserveOrZero() time.Duration {
 	}
 	return st.reserve
 }
+
+// Refuse records that stage was not started at now because only left of the
+// budget remained where needed was required, and returns the error to report:
+// an [*Error] matching [ErrInsufficient], or, when ctx is already done, one
+// matching [context.DeadlineExceeded]. Adapters call it when a request is not
+// worth sending (httpbudget's Transport, grpcbudget's client interceptors);
+// the refusal goes to ctx's ledger and observer like any other.
+func Refuse(ctx context.Context, stage string, now time.Time, left, needed time.Duration) error {
+	err := &Error{Stage: stage, Kind: Insufficient, Remaining: left, Needed: needed}
+	st := stateOf(ctx)
+	err.Budget = st.budget()
+	if ctx.Err() != nil {
+		err.Kind, err.Err = Expired, ctx.Err()
+	}
+	remaining := time.Duration(0)
+	if dl, ok := ctx.Deadline(); ok {
+		remaining = dl.Sub(now)
+	}
+	emit(ctx, st, nil, Event{Kind: EventRefuse, Stage: stage, At: now, Remaining: remaining,
+		Needed: needed, Outcome: "insufficient", Err: err})
+	return err
+}

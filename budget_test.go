@@ -268,3 +268,26 @@ func TestStartUntilChargesTimeSinceArrival(t *testing.T) {
 		}
 	})
 }
+
+func TestRefuseRecordsAndReports(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := budget.Start(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		time.Sleep(99 * time.Millisecond)
+		err := budget.Refuse(ctx, "pricing", time.Now(), 500*time.Microsecond, time.Millisecond)
+		var be *budget.Error
+		if !errors.Is(err, budget.ErrInsufficient) || !errors.As(err, &be) ||
+			be.Stage != "pricing" || be.Needed != time.Millisecond || be.Budget != 100*time.Millisecond {
+			t.Fatalf("err = %#v", err)
+		}
+		evs := budget.LedgerFrom(ctx).Events()
+		if last := evs[len(evs)-1]; last.Kind != budget.EventRefuse || last.Remaining != time.Millisecond || last.Stage != "pricing" {
+			t.Fatalf("ledger: %+v", last)
+		}
+		time.Sleep(10 * time.Millisecond)
+		if err := budget.Refuse(ctx, "pricing", time.Now(), 0, time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("after expiry: %v, want DeadlineExceeded", err)
+		}
+	})
+}

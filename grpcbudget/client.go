@@ -96,10 +96,7 @@ func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 	streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	if op := c.op(method); op != nil && ctx.Err() == nil {
 		if dec := op.Admit(ctx); !dec.Admit {
-			err := &budget.Error{Stage: op.Name, Kind: budget.Insufficient, Remaining: dec.Available, Needed: dec.Needed}
-			budget.Note(ctx, budget.Event{Kind: budget.EventRefuse, Stage: op.Name, Remaining: dec.Available,
-				Needed: dec.Needed, Outcome: "insufficient", Err: err})
-			return nil, c.result(ctx, err)
+			return nil, c.result(ctx, budget.Refuse(ctx, op.Name, time.Now(), dec.Available, dec.Needed))
 		}
 	}
 	octx, cancel, err := c.outgoing(ctx, method)
@@ -138,13 +135,7 @@ func (c *client) outgoing(ctx context.Context, method string) (context.Context, 
 	remaining := deadline.Sub(now)
 	left := remaining - c.cfg.transit
 	if left < c.cfg.minUseful {
-		err := &budget.Error{Stage: method, Kind: budget.Insufficient, Remaining: left, Needed: c.cfg.minUseful}
-		if ctx.Err() != nil {
-			err.Kind, err.Err = budget.Expired, ctx.Err()
-		}
-		budget.Note(ctx, budget.Event{Kind: budget.EventRefuse, Stage: method, At: now, Remaining: remaining,
-			Needed: c.cfg.minUseful, Outcome: "insufficient", Err: err})
-		return nil, nil, err
+		return nil, nil, budget.Refuse(ctx, method, now, left, c.cfg.minUseful)
 	}
 	var cancel context.CancelFunc
 	if c.cfg.transit > 0 {

@@ -75,14 +75,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}
-		stage := t.stage(req)
-		err := &budget.Error{Stage: stage, Kind: budget.Insufficient, Remaining: left, Needed: t.cfg.minUseful}
-		if ctx.Err() != nil {
-			err.Kind, err.Err = budget.Expired, ctx.Err()
-		}
-		budget.Note(ctx, budget.Event{Kind: budget.EventRefuse, Stage: stage, At: now, Remaining: remaining,
-			Needed: t.cfg.minUseful, Outcome: "insufficient", Err: err})
-		return nil, err
+		return nil, budget.Refuse(ctx, t.stage(req), now, left, t.cfg.minUseful)
 	}
 	out := new(http.Request)
 	*out = *req
