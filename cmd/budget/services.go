@@ -19,10 +19,17 @@ type server interface {
 // httpServer serves a handler on 127.0.0.1 and, on close, waits for every
 // handler it started to return.
 type httpServer struct {
-	srv      *http.Server
-	url      string
-	inflight sync.WaitGroup
-	done     chan struct{}
+	srv  *http.Server
+	url  string
+	done chan struct{}
+
+	// Handlers in flight. A WaitGroup will not do: an HTTP/2 connection
+	// can start a handler for a stream it already read while close waits,
+	// and a WaitGroup's Add must not race with its Wait.
+	mu       sync.Mutex
+	idle     sync.Cond
+	inflight int
+	closing  bool
 }
 
 func startHTTP(h http.Handler) (*httpServer, error) { return startHTTPServer(h, false) }
@@ -35,10 +42,14 @@ func startHTTPServer(h http.Handler, h2c bool) (*httpServer, error) {
 		return nil, err
 	}
 	s := &httpServer{url: "http://" + ln.Addr().String(), done: make(chan struct{})}
+	s.idle.L = &s.mu
 	s.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s.inflight.Add(1)
-			defer s.inflight.Done()
+			if !s.enter() {
+				http.Error(w, "shutting down", http.StatusServiceUnavailable)
+				return
+			}
+			defer s.leave()
 			h.ServeHTTP(w, r)
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -60,9 +71,37 @@ func startHTTPServer(h http.Handler, h2c bool) (*httpServer, error) {
 // close closes the listener and every connection, which cancels the contexts
 // of running handlers, and waits for them to return.
 func (s *httpServer) close() {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 	_ = s.srv.Close()
 	<-s.done
-	s.inflight.Wait()
+	s.mu.Lock()
+	for s.inflight > 0 {
+		s.idle.Wait()
+	}
+	s.mu.Unlock()
+}
+
+// enter counts a handler in, unless the server is closing.
+func (s *httpServer) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.inflight++
+	return true
+}
+
+// leave counts a handler out.
+func (s *httpServer) leave() {
+	s.mu.Lock()
+	s.inflight--
+	if s.inflight == 0 {
+		s.idle.Broadcast()
+	}
+	s.mu.Unlock()
 }
 
 // depHTTPServer serves a dependency over HTTP: "/" does a call of the
