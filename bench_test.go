@@ -123,6 +123,14 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 			t.Errorf("%s allocates %v times per call, want 0", name, n)
 		}
 	}
+	// Starting a budget: context.WithDeadlineCause's four, and one block for
+	// the budget's context, state and ledger.
+	if n := testing.AllocsPerRun(1000, func() {
+		_, c := budget.Start(context.Background(), time.Second)
+		c()
+	}); n > 5 {
+		t.Errorf("Start allocates %v times, want at most 5", n)
+	}
 	// A whole attempt: the attempt context (timer context and its timer)
 	// and the cancel function, nothing more.
 	fn := func(context.Context) error { return nil }

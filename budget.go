@@ -43,12 +43,26 @@ type state struct {
 
 type stateKey struct{}
 
-// stateAndLedger holds a new request's state, its ledger and the ledger's
-// first events together, so starting a budget allocates once for all three.
-type stateAndLedger struct {
+// budgetCtx is the context a budget returns: the deadline context it wraps,
+// with the budget's state, its ledger and the ledger's first events in the
+// same allocation, so starting a budget costs one allocation on top of
+// context.WithDeadlineCause's. Every method but Value is the deadline
+// context's own, so the context package still recognises it as a cancelable
+// parent and derives children without starting goroutines.
+type budgetCtx struct {
+	context.Context
 	st     state
 	ledger Ledger
 	inline [ledgerInitial]Event
+}
+
+// Value returns the budget's state for this package's key, and defers to
+// the wrapped context for every other key.
+func (c *budgetCtx) Value(key any) any {
+	if key == (stateKey{}) {
+		return &c.st
+	}
+	return c.Context.Value(key)
 }
 
 func stateOf(ctx context.Context) *state {
@@ -107,16 +121,13 @@ func (c Config) start(parent context.Context, now, deadline time.Time) (context.
 		deadline = pd
 	}
 	outer := stateOf(parent)
-	var st *state
+	dctx, cancel := context.WithDeadlineCause(parent, deadline, ErrBudgetExpired)
+	bc := &budgetCtx{Context: dctx}
+	st := &bc.st
 	if outer == nil && c.LedgerCapacity >= 0 {
-		// A new request: its state and its ledger, with room for the first
-		// events, in one allocation.
-		both := new(stateAndLedger)
-		st = &both.st
-		st.ledger = &both.ledger
-		both.ledger.init(now, deadline.Sub(now), c.LedgerCapacity, both.inline[:0])
-	} else {
-		st = new(state)
+		// A new request: its ledger, with room for the first events.
+		st.ledger = &bc.ledger
+		bc.ledger.init(now, deadline.Sub(now), c.LedgerCapacity, bc.inline[:0])
 	}
 	st.stage, st.start, st.total, st.observer = c.Stage, now, deadline.Sub(now), c.Observer
 	if st.stage == "" {
@@ -132,10 +143,8 @@ func (c Config) start(parent context.Context, now, deadline time.Time) (context.
 			st.observer = outer.observer
 		}
 	}
-	ctx := context.WithValue(parent, stateKey{}, st)
-	ctx, cancel := context.WithDeadlineCause(ctx, deadline, ErrBudgetExpired)
-	emit(ctx, st, nil, Event{Kind: EventArrival, Stage: st.stage, At: now, Remaining: st.total, Attempt: c.Attempt})
-	return ctx, cancel
+	emit(bc, st, nil, Event{Kind: EventArrival, Stage: st.stage, At: now, Remaining: st.total, Attempt: c.Attempt})
+	return bc, cancel
 }
 
 // Remaining returns the time left before ctx's deadline, measured on the

@@ -3,6 +3,7 @@ package budget_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -288,6 +289,41 @@ func TestRefuseRecordsAndReports(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		if err := budget.Refuse(ctx, "pricing", time.Now(), 0, time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("after expiry: %v, want DeadlineExceeded", err)
+		}
+	})
+}
+
+// A budget's context must behave as the context package's own: children
+// derived from it are canceled with it without a goroutine per child, and
+// Cause reaches through it.
+func TestBudgetContextIsAFirstClassParent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := budget.Start(context.Background(), time.Second)
+		defer cancel()
+		before := runtime.NumGoroutine()
+		var children []context.Context
+		for range 100 {
+			c, cc := context.WithCancel(ctx)
+			defer cc()
+			children = append(children, c)
+		}
+		if after := runtime.NumGoroutine(); after != before {
+			t.Fatalf("deriving 100 children started %d goroutines", after-before)
+		}
+		if _, ok := children[0].Deadline(); !ok {
+			t.Fatal("a child lost the deadline")
+		}
+		if budget.LedgerFrom(children[0]) != budget.LedgerFrom(ctx) {
+			t.Fatal("a child does not see the budget")
+		}
+		time.Sleep(2 * time.Second)
+		for _, c := range children {
+			if !errors.Is(context.Cause(c), budget.ErrBudgetExpired) {
+				t.Fatalf("child cause = %v", context.Cause(c))
+			}
+		}
+		if detached := context.WithoutCancel(ctx); detached.Err() != nil || budget.LedgerFrom(detached) == nil {
+			t.Fatal("WithoutCancel must keep the values and drop the cancellation")
 		}
 	})
 }

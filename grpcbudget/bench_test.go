@@ -132,15 +132,15 @@ func TestInterceptorAllocations(t *testing.T) {
 	}
 	// Measured: metadata.FromIncomingContext copies the map and each of its
 	// five slices (6), the grpc-timeout carried over from the deadline adds
-	// its value and slice (2), Start adds its value node, state, deadline
-	// context and timer, and the ledger with its events (9 with the ledger,
-	// 7 without). A shed call allocates the metadata copy, the carried-over
+	// its value and slice (2), Start adds the deadline context's four and
+	// one block for the budget's context, state and ledger (14 in all, with
+	// or without the ledger). A shed call allocates the metadata copy, the carried-over
 	// value and its error (11). The client sends grpc-timeout through the
 	// context it is given, at no cost; our metadata costs the two values,
 	// the pairs and grpc-go's outgoing-metadata context (7).
 	const (
-		maxServer         = 17
-		maxServerNoLedger = 15
+		maxServer         = 14
+		maxServerNoLedger = 14
 		maxShed           = 11
 		maxClient         = 0
 		maxClientMetadata = 7
