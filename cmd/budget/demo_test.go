@@ -177,8 +177,14 @@ func TestOverloadGoodput(t *testing.T) {
 			t.Errorf("goodput with budgets %.0f%% is not well above %s's %.0f%%", 100*with, key, 100*g)
 		}
 	}
-	if g := o.Goodput.ByVariant["careful"]; with < g-0.1 {
-		t.Errorf("goodput with budgets %.0f%% is below careful code's %.0f%%", 100*with, 100*g)
+	for _, key := range []string{"careful", "failsafe-go"} {
+		g, ok := o.Goodput.ByVariant[key]
+		if !ok {
+			t.Errorf("no %s variant in the overload case", key)
+		}
+		if with < g-0.1 {
+			t.Errorf("goodput with budgets %.0f%% is below %s's %.0f%%", 100*with, key, 100*g)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ replace (
 )
 
 require (
+	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/timebudget/budget v0.0.0
 	github.com/timebudget/budget/grpcbudget v0.0.0
 	go.uber.org/goleak v1.3.0
@@ -22,6 +23,7 @@ require (
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
+	github.com/bits-and-blooms/bitset v1.24.4 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
