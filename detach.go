@@ -67,6 +67,10 @@ type Detacher struct {
 // stage, and an error is counted (see [Detacher.Failed]); the request's
 // observer sees both. Go costs one goroutine and what Detach costs.
 func (g *Detacher) Go(parent context.Context, stage string, fn func(ctx context.Context) error) {
+	if fn == nil {
+		g.failed.Add(1) // nothing to run: counted as failed, never a panic
+		return
+	}
 	limit := g.Limit
 	if limit <= 0 {
 		limit = DefaultDetachLimit

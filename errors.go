@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,16 @@ import (
 // not match [context.DeadlineExceeded]: nothing expired, a shortfall was
 // predicted, and the caller may still have time for a cheaper alternative.
 var ErrInsufficient = errors.New("budget: too little time left")
+
+// ErrMisconfigured is matched by the error returned when a call cannot be
+// made as configured: a nil [Op], a nil function, a ladder without rungs. The
+// error says what is missing; nothing was started.
+var ErrMisconfigured = errors.New("budget: misconfigured")
+
+// misconfigured returns an error matching ErrMisconfigured that says what.
+func misconfigured(what string) error {
+	return fmt.Errorf("%w: %s", ErrMisconfigured, what)
+}
 
 // Kind says why an [Error] was returned.
 type Kind uint8

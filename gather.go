@@ -144,6 +144,9 @@ func (g *Gather[T]) Do(ctx context.Context) (GatherResult[T], error) {
 	res := GatherResult[T]{Branches: make([]BranchResult[T], n)}
 	for i := range g.Branches {
 		res.Branches[i].Name = g.Branches[i].Name
+		if g.Branches[i].Fn == nil {
+			return res, misconfigured("gather branch " + strconv.Quote(g.Branches[i].Name) + " has no Fn")
+		}
 	}
 	// One context for all branches: canceled with a cause when there is no
 	// deadline, by the bound otherwise (a required failure then cancels it

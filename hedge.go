@@ -54,6 +54,9 @@ var zeroHedge Hedge
 // Delay) Do costs what [Op.Do] does; otherwise one goroutine, one channel
 // and one timer more.
 func (h *Hedge) Do(ctx context.Context, op *Op, fn func(ctx context.Context) error) error {
+	if op == nil || fn == nil {
+		return misconfigured("Hedge.Do needs an Op and a function")
+	}
 	_, err := hedge(ctx, h, op, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, fn(ctx)
 	})
@@ -63,6 +66,10 @@ func (h *Hedge) Do(ctx context.Context, op *Op, fn func(ctx context.Context) err
 // HedgeCall is [Hedge.Do] for a function that returns a value: it returns
 // the value of the attempt that won.
 func HedgeCall[T any](ctx context.Context, h *Hedge, op *Op, fn func(ctx context.Context) (T, error)) (T, error) {
+	if op == nil || fn == nil {
+		var zero T
+		return zero, misconfigured("HedgeCall needs an Op and a function")
+	}
 	return hedge(ctx, h, op, fn)
 }
 

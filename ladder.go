@@ -82,9 +82,6 @@ type Ladder[T any] struct {
 	Rungs []Rung[T]
 }
 
-// errNoRungs is returned by a Ladder without rungs.
-var errNoRungs = errors.New("budget: ladder has no rungs")
-
 // Do tries the rungs in order and returns the first answer. Every rung but
 // the last runs with the last rung's need held back (with [WithReserve]): the
 // larger of its Op's Prior or measured need and just over its MinUseful. The
@@ -104,7 +101,12 @@ func (l *Ladder[T]) Do(ctx context.Context) (T, LadderResult, error) {
 	var zero T
 	res := LadderResult{Answered: -1, Rungs: make([]RungReport, len(l.Rungs))}
 	if len(l.Rungs) == 0 {
-		return zero, res, errNoRungs
+		return zero, res, misconfigured("ladder has no rungs")
+	}
+	for i, r := range l.Rungs {
+		if r.Op == nil || r.Fn == nil {
+			return zero, res, misconfigured("ladder rung " + strconv.Itoa(i) + " has no Op or no Fn")
+		}
 	}
 	last := len(l.Rungs) - 1
 	hold := l.Rungs[last].Op.need(time.Now())

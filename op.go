@@ -295,12 +295,18 @@ func (o *Op) SuggestedTimeout() time.Duration {
 // fn are returned as they are. Every decision and attempt goes to the ledger and the
 // observers.
 func (o *Op) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	if o == nil || fn == nil {
+		return misconfigured("Op.Do needs an Op and a function")
+	}
 	return o.attempt(ctx, 0, fn)
 }
 
 // Call is [Op.Do] for a function that returns a value.
 func Call[T any](ctx context.Context, o *Op, fn func(ctx context.Context) (T, error)) (T, error) {
 	var v T
+	if o == nil || fn == nil {
+		return v, misconfigured("Call needs an Op and a function")
+	}
 	err := o.attempt(ctx, 0, func(ctx context.Context) error {
 		var err error
 		v, err = fn(ctx)

@@ -97,6 +97,9 @@ func (r *Retry) Do(ctx context.Context, op *Op, fn func(ctx context.Context) err
 	if r == nil {
 		r = &zeroRetry
 	}
+	if op == nil || fn == nil {
+		return misconfigured("Retry.Do needs an Op and a function")
+	}
 	st := stateOf(ctx)
 	if r.Budget != nil {
 		r.Budget.Deposit(time.Now())
@@ -143,6 +146,9 @@ func (r *Retry) Do(ctx context.Context, op *Op, fn func(ctx context.Context) err
 // value of the attempt that succeeded.
 func RetryCall[T any](ctx context.Context, r *Retry, op *Op, fn func(ctx context.Context) (T, error)) (T, error) {
 	var v T
+	if fn == nil {
+		return v, misconfigured("RetryCall needs a function")
+	}
 	err := r.Do(ctx, op, func(ctx context.Context) error {
 		var err error
 		v, err = fn(ctx)

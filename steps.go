@@ -84,6 +84,9 @@ type StepsResult struct {
 // caller's context error for StopCanceled. Each step is recorded in the
 // ledger as an [EventAttempt] numbered n; a refusal as an [EventRefuse].
 func (s Steps) Run(ctx context.Context, step func(ctx context.Context, n int) (done bool, err error)) (StepsResult, error) {
+	if step == nil {
+		return StepsResult{}, misconfigured("Steps.Run needs a step function")
+	}
 	stage := s.Stage
 	if stage == "" {
 		stage = "step"

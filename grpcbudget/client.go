@@ -58,7 +58,9 @@ type client struct{ cfg clientConfig }
 func newClient(opts []ClientOption) *client {
 	cfg := clientConfig{minUseful: time.Millisecond}
 	for _, o := range opts {
-		o.applyClient(&cfg)
+		if o != nil {
+			o.applyClient(&cfg)
+		}
 	}
 	return &client{cfg: cfg}
 }

@@ -66,7 +66,9 @@ type server struct{ cfg serverConfig }
 func newServer(opts []ServerOption) *server {
 	var cfg serverConfig
 	for _, o := range opts {
-		o.applyServer(&cfg)
+		if o != nil {
+			o.applyServer(&cfg)
+		}
 	}
 	if cfg.policy == nil {
 		cfg.policy = new(wire.Switch)

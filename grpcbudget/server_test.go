@@ -237,3 +237,11 @@ func TestServerHandlerErrorsGetCodes(t *testing.T) {
 		}
 	}
 }
+
+func TestNilOptionsAreIgnored(t *testing.T) {
+	t.Parallel()
+	if grpcbudget.UnaryServerInterceptor(nil) == nil || grpcbudget.StreamServerInterceptor(nil) == nil ||
+		grpcbudget.UnaryClientInterceptor(nil) == nil || grpcbudget.StreamClientInterceptor(nil) == nil {
+		t.Fatal("an interceptor built with a nil option is missing")
+	}
+}

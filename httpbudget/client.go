@@ -55,7 +55,9 @@ func NewTransport(base http.RoundTripper, opts ...ClientOption) *Transport {
 	}
 	cfg := clientConfig{minUseful: time.Millisecond, sendDeadline: true}
 	for _, o := range opts {
-		o.applyClient(&cfg)
+		if o != nil {
+			o.applyClient(&cfg)
+		}
 	}
 	return &Transport{base: base, cfg: cfg}
 }

@@ -28,13 +28,21 @@ import (
 //     deadline is the caller's less the policy's Reserve) and its ledger.
 //
 // The attempt number a client sends in Request-Attempt is recorded on the
-// arrival event. Requests for which the policy sets no deadline (nothing trusted was sent and
-// there is no Default) run next unchanged. Skewed and malformed values are
-// reported to the observer as [budget.EventSkew] and [budget.EventMalformed].
+// arrival event. Requests for which the policy sets no deadline (nothing
+// trusted was sent and there is no Default) run next unchanged. Skewed and
+// malformed values are reported to the observer as [budget.EventSkew] and
+// [budget.EventMalformed]. NewHandler panics if next is nil, as http.Handle
+// does; nil options are ignored.
 func NewHandler(next http.Handler, opts ...Option) http.Handler {
+	if next == nil {
+		// As http.Handle does: a setup mistake, caught before any request.
+		panic("httpbudget: NewHandler with a nil handler")
+	}
 	cfg := handlerConfig{stage: "request"}
 	for _, o := range opts {
-		o.applyHandler(&cfg)
+		if o != nil {
+			o.applyHandler(&cfg)
+		}
 	}
 	if cfg.policy == nil {
 		cfg.policy = new(wire.Switch)

@@ -2,6 +2,7 @@ package httpbudget_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -192,4 +193,19 @@ func TestHandlerAnswersConnectRequestsWithAConnectError(t *testing.T) {
 	if rec.Code != 504 || rec.Body.String() != want || rec.Header().Get("Content-Type") != "application/json" {
 		t.Fatalf("%d %q %q", rec.Code, rec.Header().Get("Content-Type"), rec.Body.String())
 	}
+}
+
+func TestNewHandlerSetupMistakes(t *testing.T) {
+	t.Parallel()
+	var s seen
+	h := httpbudget.NewHandler(probeHandler(&s), nil, httpbudget.WithStage("x"), nil)
+	if rec := serve(h, map[string]string{"Request-Timeout-Ms": "100"}); rec.Code != 200 || !s.deadline {
+		t.Fatalf("nil options must be ignored: %d", rec.Code)
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "nil handler") {
+			t.Fatalf("NewHandler(nil) recovered %v, want a panic naming the nil handler", r)
+		}
+	}()
+	httpbudget.NewHandler(nil)
 }
