@@ -5,14 +5,13 @@ import (
 	"time"
 )
 
-// DefaultLedgerCapacity is how many events a request's [Ledger] keeps when
-// [Config.LedgerCapacity] is zero. Events past the capacity are counted, not
-// stored, so a ledger never grows without bound.
-const DefaultLedgerCapacity = 64
+// defaultLedgerCapacity is how many events a request's [Ledger] keeps when
+// [Config.LedgerCapacity] is zero.
+const defaultLedgerCapacity = 64
 
 // Config sets what a budget started with [Config.Start] carries besides its
-// deadline. The zero value is ready to use: no observer and a ledger of
-// [DefaultLedgerCapacity] events.
+// deadline. The zero value is ready to use: no observer and a ledger of 64
+// events.
 type Config struct {
 	// Stage names the boundary that starts the budget, as it appears in the
 	// ledger and in errors. Empty means "request".
@@ -21,8 +20,9 @@ type Config struct {
 	// admission, attempts, refusals, expiry). When nil, an enclosing budget's
 	// observer is kept; with none at all the cost is one nil check per event.
 	Observer Observer
-	// LedgerCapacity bounds the events the ledger stores; zero means
-	// [DefaultLedgerCapacity]. A negative value disables the ledger.
+	// LedgerCapacity bounds the events the ledger stores; zero means 64.
+	// Events past the capacity are counted, not stored, so a ledger never
+	// grows without bound. A negative value disables the ledger.
 	LedgerCapacity int
 	// Attempt is the attempt number the caller reported for this request
 	// (its retry loop's [AttemptNumber]; zero when unknown). It is recorded
@@ -103,7 +103,7 @@ func (c Config) StartUntil(parent context.Context, deadline time.Time) (context.
 // deadline parent already has: a budget is never extended. The returned
 // context's Deadline method reports the budget's deadline, so code that knows
 // nothing of this package (net/http, gRPC, database drivers) enforces it, and
-// once it passes context.Cause reports [ErrBudgetExpired].
+// once it passes context.Cause reports [ErrExpired].
 //
 // A budget of zero or less is already spent: the context is done at once.
 // When parent already carries a budget, the new one shares its ledger (one
@@ -121,7 +121,7 @@ func (c Config) start(parent context.Context, now, deadline time.Time) (context.
 		deadline = pd
 	}
 	outer := stateOf(parent)
-	dctx, cancel := context.WithDeadlineCause(parent, deadline, ErrBudgetExpired)
+	dctx, cancel := context.WithDeadlineCause(parent, deadline, ErrExpired)
 	bc := &budgetCtx{Context: dctx}
 	st := &bc.st
 	if outer == nil && c.LedgerCapacity >= 0 {

@@ -52,7 +52,7 @@ func TestRemainingCountsDown(t *testing.T) {
 		if left, _ := budget.Remaining(ctx); left != -400*time.Millisecond {
 			t.Fatalf("Remaining after expiry = %v, want -400ms", left)
 		}
-		if !errors.Is(context.Cause(ctx), budget.ErrBudgetExpired) || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if !errors.Is(context.Cause(ctx), budget.ErrExpired) || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			t.Fatalf("cause %v, err %v: want ErrBudgetExpired and DeadlineExceeded", context.Cause(ctx), ctx.Err())
 		}
 	})
@@ -87,7 +87,7 @@ func TestExpiredParentRefusesChild(t *testing.T) {
 			t.Fatalf("Do on an expired budget: called=%v err=%v", called, err)
 		}
 		var be *budget.Error
-		if !errors.As(err, &be) || be.Stage != "retrieve" || be.Kind != budget.Expired {
+		if !errors.As(err, &be) || be.Stage != "retrieve" || be.Outcome != budget.OutcomeExpired {
 			t.Fatalf("error %#v does not name the stage", err)
 		}
 	})
@@ -103,8 +103,8 @@ func TestAttemptTimeoutIsMinOfCapAndRemainingLessReserve(t *testing.T) {
 		wantCause        error
 	}{
 		{"cap smaller", time.Second, 100 * time.Millisecond, 300 * time.Millisecond, 250 * time.Millisecond, 0, 250 * time.Millisecond, budget.ErrAttemptCap},
-		{"budget smaller", time.Second, 100 * time.Millisecond, 750 * time.Millisecond, 250 * time.Millisecond, 0, 150 * time.Millisecond, budget.ErrBudgetExpired},
-		{"no cap", time.Second, 0, 200 * time.Millisecond, 0, 0, 800 * time.Millisecond, budget.ErrBudgetExpired},
+		{"budget smaller", time.Second, 100 * time.Millisecond, 750 * time.Millisecond, 250 * time.Millisecond, 0, 150 * time.Millisecond, budget.ErrExpired},
+		{"no cap", time.Second, 0, 200 * time.Millisecond, 0, 0, 800 * time.Millisecond, budget.ErrExpired},
 		{"reserve eats all", time.Second, 500 * time.Millisecond, 500 * time.Millisecond, time.Second, 0, 0, nil},
 		{"below min useful", time.Second, 100 * time.Millisecond, 850 * time.Millisecond, time.Second, 50 * time.Millisecond, 0, nil},
 		{"exactly min useful", time.Second, 0, 900 * time.Millisecond, time.Second, 100 * time.Millisecond, 0, nil},
@@ -236,7 +236,7 @@ func TestCauseTellsBudgetFromCap(t *testing.T) {
 			cause = context.Cause(ctx)
 			return ctx.Err()
 		})
-		if !errors.Is(cause, budget.ErrAttemptCap) || errors.Is(cause, budget.ErrBudgetExpired) {
+		if !errors.Is(cause, budget.ErrAttemptCap) || errors.Is(cause, budget.ErrExpired) {
 			t.Fatalf("cause = %v, want ErrAttemptCap", cause)
 		}
 		if !errors.Is(err, context.DeadlineExceeded) {
@@ -248,7 +248,7 @@ func TestCauseTellsBudgetFromCap(t *testing.T) {
 			cause = context.Cause(ctx)
 			return ctx.Err()
 		})
-		if !errors.Is(cause, budget.ErrBudgetExpired) {
+		if !errors.Is(cause, budget.ErrExpired) {
 			t.Fatalf("cause = %v, want ErrBudgetExpired", cause)
 		}
 	})
@@ -318,7 +318,7 @@ func TestBudgetContextIsAFirstClassParent(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 		for _, c := range children {
-			if !errors.Is(context.Cause(c), budget.ErrBudgetExpired) {
+			if !errors.Is(context.Cause(c), budget.ErrExpired) {
 				t.Fatalf("child cause = %v", context.Cause(c))
 			}
 		}

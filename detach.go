@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// DefaultDetachLimit bounds each piece of work a [Detacher] with a zero Limit
+// defaultDetachLimit bounds each piece of work a [Detacher] with a zero Limit
 // runs.
-const DefaultDetachLimit = 30 * time.Second
+const defaultDetachLimit = 30 * time.Second
 
 // Detach returns a context for work that runs after the answer: an audit
 // record, a cache write, metrics. Such work must not be canceled with the
@@ -30,29 +30,24 @@ const DefaultDetachLimit = 30 * time.Second
 // Canceling the returned context releases resources associated with it, so code
 // should call cancel as soon as the operations running in it complete.
 func Detach(parent context.Context, stage string, d time.Duration) (context.Context, context.CancelFunc) {
-	now := time.Now()
-	outer := stateOf(parent)
-	st := &state{stage: stage, start: now, total: max(d, 0)}
-	if outer != nil {
-		st.ledger, st.observer = outer.ledger, outer.observer
+	r := read(parent)
+	st := &state{stage: stage, start: r.now, total: max(d, 0)}
+	if r.st != nil {
+		st.ledger, st.observer = r.st.ledger, r.st.observer
 	}
-	remaining := time.Duration(0)
-	if dl, ok := parent.Deadline(); ok {
-		remaining = dl.Sub(now)
-	}
-	emit(parent, outer, nil, Event{Kind: EventDetach, Stage: stage, At: now, Remaining: remaining, Needed: st.total})
+	emit(parent, r.st, nil, Event{Kind: EventDetach, Stage: stage, At: r.now, Remaining: r.remaining, Needed: st.total})
 	ctx := context.WithValue(context.WithoutCancel(parent), stateKey{}, st)
-	return context.WithDeadlineCause(ctx, now.Add(st.total), ErrBudgetExpired)
+	return context.WithDeadlineCause(ctx, r.now.Add(st.total), ErrExpired)
 }
 
 // Detacher runs work detached from requests (see [Detach]) and keeps track
 // of it, so that a server can wait for it at shutdown and nothing is lost
 // silently. Use one per server.
 //
-// The zero value is ready to use, with DefaultDetachLimit. A Detacher must
+// The zero value is ready to use, with a Limit of 30 s. A Detacher must
 // not be copied after first use. It is safe for concurrent use.
 type Detacher struct {
-	// Limit bounds each piece of work. Zero means DefaultDetachLimit.
+	// Limit bounds each piece of work. Zero means 30 s.
 	Limit time.Duration
 
 	mu      sync.Mutex
@@ -66,14 +61,17 @@ type Detacher struct {
 // and outcome are recorded in the request's ledger as an [EventAttempt] named
 // stage, and an error is counted (see [Detacher.Failed]); the request's
 // observer sees both. Go costs one goroutine and what Detach costs.
-func (g *Detacher) Go(parent context.Context, stage string, fn func(ctx context.Context) error) {
-	if fn == nil {
-		g.failed.Add(1) // nothing to run: counted as failed, never a panic
-		return
+//
+// A nil fn is a programming mistake reported, like every misconfigured call
+// of this package, by an error matching [ErrMisconfigured]: nothing runs and
+// nothing is counted.
+func (g *Detacher) Go(parent context.Context, stage string, fn func(ctx context.Context) error) error {
+	if g == nil || fn == nil {
+		return misconfigured("Detacher.Go needs a Detacher and a function")
 	}
 	limit := g.Limit
 	if limit <= 0 {
-		limit = DefaultDetachLimit
+		limit = defaultDetachLimit
 	}
 	ctx, cancel := Detach(parent, stage, limit)
 	g.mu.Lock()
@@ -87,17 +85,14 @@ func (g *Detacher) Go(parent context.Context, stage string, fn func(ctx context.
 		defer cancel()
 		start := time.Now()
 		err := fn(ctx)
-		outcome := OutcomeOK
+		outcome := classify(ctx, err, nil)
 		if err != nil {
 			g.failed.Add(1)
-			outcome = OutcomeError
-			if ctx.Err() != nil {
-				outcome = OutcomeTimeout
-			}
 		}
 		emit(ctx, stateOf(ctx), nil, Event{Kind: EventAttempt, Stage: stage, At: start,
 			Duration: time.Since(start), Remaining: limit, Outcome: outcome, Err: err})
 	}()
+	return nil
 }
 
 func (g *Detacher) done() {

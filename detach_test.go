@@ -46,7 +46,7 @@ func TestDetachOutlivesTheRequestWithItsOwnBound(t *testing.T) {
 		}
 		detached := time.Now()
 		<-ctx.Done()
-		if time.Since(detached) != 2*time.Second || !errors.Is(context.Cause(ctx), budget.ErrBudgetExpired) {
+		if time.Since(detached) != 2*time.Second || !errors.Is(context.Cause(ctx), budget.ErrExpired) {
 			t.Fatalf("the detached work ended after %v (%v), want its own 2s bound", time.Since(detached), context.Cause(ctx))
 		}
 	})
@@ -81,10 +81,10 @@ func TestDetacherWaitsForDetachedWorkAtShutdown(t *testing.T) {
 		var ends []string
 		for _, ev := range budget.LedgerFrom(req).Events() {
 			if ev.Kind == budget.EventAttempt {
-				ends = append(ends, ev.Stage+":"+ev.Outcome)
+				ends = append(ends, ev.Stage+":"+ev.Outcome.String())
 			}
 		}
-		if len(ends) != 2 || ends[0] != "audit:error" || ends[1] != "cache-write:ok" {
+		if len(ends) != 2 || ends[0] != "audit:failed" || ends[1] != "cache-write:ok" {
 			t.Fatalf("ledger ends %v", ends)
 		}
 	})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -25,43 +24,6 @@ func misconfigured(what string) error {
 	return fmt.Errorf("%w: %s", ErrMisconfigured, what)
 }
 
-// Kind says why an [Error] was returned.
-type Kind uint8
-
-const (
-	// Insufficient means the work was not started: the time available could
-	// not cover it. Errors of this kind match [ErrInsufficient].
-	Insufficient Kind = iota + 1
-	// Expired means the deadline passed while the work ran or waited. Errors
-	// of this kind match [context.DeadlineExceeded].
-	Expired
-	// Shed means the work was refused on arrival by an inbound policy
-	// because less than the useful minimum was left. It matches
-	// [ErrInsufficient].
-	Shed
-	// RetrySuppressed means a retry was not attempted because the retry
-	// budget shared by the client was spent. It matches [ErrInsufficient]
-	// when the retry was refused for lack of time, and wraps the last
-	// attempt's error in either case.
-	RetrySuppressed
-)
-
-// String returns the lower-case name used in logs and metrics labels:
-// "insufficient", "expired", "shed" or "retry_suppressed".
-func (k Kind) String() string {
-	switch k {
-	case Insufficient:
-		return "insufficient"
-	case Expired:
-		return "expired"
-	case Shed:
-		return "shed"
-	case RetrySuppressed:
-		return "retry_suppressed"
-	}
-	return "kind(" + strconv.Itoa(int(k)) + ")"
-}
-
 // Error reports a budget refusal or expiry. Its message states the fact and
 // the stage for a reader ("budget: geometry not started: too little time
 // left"); the numbers are fields, for logs and metrics.
@@ -74,8 +36,11 @@ type Error struct {
 	// Stage names the operation or step that was refused or ran out of time,
 	// such as an [Op] name or "request".
 	Stage string
-	// Kind says whether the work was refused before starting or expired.
-	Kind Kind
+	// Outcome says why the work did not complete: OutcomeInsufficient,
+	// OutcomeShed or OutcomeRetrySuppressed when it was refused before
+	// starting, OutcomeExpired when it ran out of time, OutcomeCanceled when
+	// the caller gave up before it could start.
+	Outcome Outcome
 	// Remaining is the time that was left, after the reserve, when the
 	// decision was made. It is negative or zero for an expiry.
 	Remaining time.Duration
@@ -97,13 +62,15 @@ func (e *Error) Error() string {
 		stage = "work"
 	}
 	b.WriteString(stage)
-	switch e.Kind {
-	case Insufficient:
+	switch e.Outcome {
+	case OutcomeInsufficient:
 		b.WriteString(" not started: too little time left")
-	case Shed:
+	case OutcomeShed:
 		b.WriteString(" refused on arrival: too little time left")
-	case RetrySuppressed:
-		b.WriteString(" not retried: retry budget spent")
+	case OutcomeRetrySuppressed:
+		b.WriteString(" not retried: retry quota spent")
+	case OutcomeCanceled:
+		b.WriteString(" not started: the caller gave up")
 	default:
 		b.WriteString(" did not complete in the time available")
 	}
@@ -118,14 +85,17 @@ func isBareContextErr(err error) bool {
 	return err == context.DeadlineExceeded || err == context.Canceled
 }
 
-// Is reports whether target is [ErrInsufficient] (for refusals) or
-// [context.DeadlineExceeded] (for expiries).
+// Is reports whether target is [ErrInsufficient] (for refusals for lack of
+// time: insufficient or shed), [context.DeadlineExceeded] (for expiries) or
+// [context.Canceled] (when the caller gave up).
 func (e *Error) Is(target error) bool {
 	switch target {
 	case ErrInsufficient:
-		return e.Kind == Insufficient || e.Kind == Shed
+		return e.Outcome == OutcomeInsufficient || e.Outcome == OutcomeShed
 	case context.DeadlineExceeded:
-		return e.Kind == Expired
+		return e.Outcome == OutcomeExpired
+	case context.Canceled:
+		return e.Outcome == OutcomeCanceled
 	}
 	return false
 }
@@ -136,16 +106,16 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Timeout reports whether the error is an expiry, for code that checks the
 // net.Error-style Timeout method.
-func (e *Error) Timeout() bool { return e.Kind == Expired }
+func (e *Error) Timeout() bool { return e.Outcome == OutcomeExpired }
 
 // Cause values are what context.Cause returns for a context derived by this
 // package once its deadline has passed. They tell apart "the request budget ran
 // out" from "this attempt's local cap fired". Both match
 // [context.DeadlineExceeded].
 var (
-	// ErrBudgetExpired is the cause when the request's budget (less any
+	// ErrExpired is the cause when the request's budget (less any
 	// reserve) ran out.
-	ErrBudgetExpired error = causeError("budget: request budget ran out")
+	ErrExpired error = causeError("budget: request budget ran out")
 	// ErrAttemptCap is the cause when an attempt's local cap fired before the
 	// request's budget ran out.
 	ErrAttemptCap error = causeError("budget: attempt cap reached")

@@ -22,14 +22,9 @@ const (
 	nBuckets   = 2 + (maxExp-minExp)*subBuckets
 )
 
-// DefaultWindow is the length of each of the two rotating windows of an
-// [Estimator] whose Window is zero. The estimate covers the last window to two
-// windows of samples, the older window's weight fading out as the current
-// window fills (a sliding window), so a one-second window turns the estimate
-// about a second after a dependency slows down: as fast as a circuit breaker
-// counting failures over a second. Dependencies called less than about
-// MinSamples times a second should use a longer window.
-const DefaultWindow = time.Second
+// defaultWindow is the length of each of the two rotating windows of an
+// [Estimator] whose Window is zero.
+const defaultWindow = time.Second
 
 func bucketOf(d time.Duration) int {
 	if d < 1<<minExp {
@@ -73,11 +68,16 @@ type window struct {
 // limit, so slow calls that were cut short push the estimate up instead of
 // vanishing from it.
 //
-// The zero value is ready to use with [DefaultWindow]. An Estimator must not be
+// The zero value is ready to use with one-second windows. An Estimator must not be
 // copied after first use. It is safe for concurrent use.
 type Estimator struct {
-	// Window is the length of each rotating window; zero means DefaultWindow.
-	// Set it before first use and do not change it afterwards.
+	// Window is the length of each of the two rotating windows. The
+	// estimate covers the last window to two windows of samples, the older
+	// window's weight fading out as the current window fills (a sliding
+	// window), so a one-second window turns the estimate about a second
+	// after a dependency slows down: as fast as a circuit breaker counting
+	// failures over a second. Zero means one second. Set it before first use
+	// and do not change it afterwards.
 	Window time.Duration
 
 	slots      [2]window
@@ -90,7 +90,7 @@ func (e *Estimator) window() int64 {
 	if e.Window > 0 {
 		return int64(e.Window)
 	}
-	return int64(DefaultWindow)
+	return int64(defaultWindow)
 }
 
 // Record adds a completed call that took d, as of now.

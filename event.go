@@ -2,53 +2,45 @@ package budget
 
 import (
 	"context"
+	"reflect"
 	"strconv"
 	"time"
 )
 
-// EventKind says what an [Event] records.
+// EventKind says what an [Event] records. Each thing that happens to a
+// budget is one event: a refusal is one [EventRefuse] whatever refused it,
+// and a fallback rung's attempt is one [EventFallback], not an attempt and a
+// fallback.
 type EventKind uint8
 
 // The kinds of event a budget records. Their String forms are the names used
 // in the ledger's text and JSON and in metrics labels.
 const (
-	EventArrival         EventKind = iota + 1 // a budget started (at the edge or on arrival at a hop)
-	EventAdmit                                // an attempt was admitted
-	EventRefuse                               // an attempt was refused: too little time left
-	EventAttempt                              // an attempt ended (Duration and Outcome set)
-	EventBackoff                              // a retry waited before its next attempt
-	EventRetrySuppressed                      // a retry was not attempted (no time, or retry budget spent)
-	EventHedge                                // a hedged second attempt started
-	EventQueue                                // an item waited in a queue (Duration is the wait)
-	EventDrop                                 // an item expired while queued and was dropped
-	EventFallback                             // a fallback rung answered
-	EventSkip                                 // a step or rung was skipped
-	EventDetach                               // work was detached to run after the answer
-	EventExpiry                               // the deadline passed while work ran
-	EventShed                                 // a request was refused on arrival by an inbound policy
-	EventWait                                 // a wait for a person, outside the machine budget
-	EventSkew                                 // an absolute deadline was ignored: the clocks disagree
-	EventMalformed                            // a deadline header was malformed (ignored, or refused under a strict policy)
+	EventArrival   EventKind = iota + 1 // a budget started (at the edge or on arrival at a hop)
+	EventRefuse                         // work was not started; Outcome says why (insufficient, shed, retry_suppressed, expired, canceled)
+	EventAttempt                        // an attempt ran; Duration and Outcome say how long and how it ended
+	EventFallback                       // a fallback rung of a ladder ran (an attempt like any other, after a better rung did not answer)
+	EventBackoff                        // a retry waited before its next attempt
+	EventHedge                          // a hedged second attempt started
+	EventQueue                          // an item waited in a queue; Outcome is ok when it was handed out, or why it was dropped
+	EventDetach                         // work was detached to run after the answer
+	EventWait                           // a wait for a person, outside the machine budget
+	EventSkew                           // an absolute deadline was ignored: the clocks disagree
+	EventMalformed                      // a deadline header was malformed (ignored, or refused under a strict policy)
 )
 
 var eventNames = [...]string{
-	EventArrival:         "arrival",
-	EventAdmit:           "admit",
-	EventRefuse:          "refuse",
-	EventAttempt:         "attempt",
-	EventBackoff:         "backoff",
-	EventRetrySuppressed: "retry_suppressed",
-	EventHedge:           "hedge",
-	EventQueue:           "queue",
-	EventDrop:            "drop",
-	EventFallback:        "fallback",
-	EventSkip:            "skip",
-	EventDetach:          "detach",
-	EventExpiry:          "expiry",
-	EventShed:            "shed",
-	EventWait:            "wait",
-	EventSkew:            "skew",
-	EventMalformed:       "malformed",
+	EventArrival:   "arrival",
+	EventRefuse:    "refuse",
+	EventAttempt:   "attempt",
+	EventFallback:  "fallback",
+	EventBackoff:   "backoff",
+	EventHedge:     "hedge",
+	EventQueue:     "queue",
+	EventDetach:    "detach",
+	EventWait:      "wait",
+	EventSkew:      "skew",
+	EventMalformed: "malformed",
 }
 
 // String returns the event kind's lower-case name, such as "attempt".
@@ -58,14 +50,6 @@ func (k EventKind) String() string {
 	}
 	return "event(" + strconv.Itoa(int(k)) + ")"
 }
-
-// Outcomes of an attempt, as recorded in [Event.Outcome].
-const (
-	OutcomeOK       = "ok"       // the work succeeded
-	OutcomeError    = "error"    // the work failed for a reason other than time
-	OutcomeTimeout  = "timeout"  // the work ran out of time
-	OutcomeCanceled = "canceled" // the caller gave up (its context was canceled)
-)
 
 // Event is one entry of a [Ledger] and what an [Observer] receives. It is a
 // plain value; receiving one costs no allocation.
@@ -86,15 +70,20 @@ type Event struct {
 	// Remaining is the time that was left before the deadline when the event
 	// began, before any reserve. It is zero when there was no deadline.
 	Remaining time.Duration
-	// Needed is the time the work was estimated to need (admission and
-	// refusal events).
+	// Needed is the time the work was estimated to need (refusals, and
+	// attempts that were admitted on an estimate).
 	Needed time.Duration
-	// Outcome is one of the Outcome constants for attempts, or a short word
-	// explaining a refusal or skip.
-	Outcome string
-	// Attempt numbers attempts of one retry loop from 1; zero elsewhere.
+	// Outcome says how the work ended or why it did not start;
+	// [OutcomeNone] for instants.
+	Outcome Outcome
+	// Attempt numbers attempts of one retry loop or hedge from 1; zero
+	// elsewhere.
 	Attempt int
-	// Err is the error an attempt ended with, if any.
+	// Probe reports an attempt that its [Op] admitted as a probe: the
+	// estimate alone would have refused it, and it was let through to learn
+	// whether the dependency has recovered.
+	Probe bool
+	// Err is the error the work ended with, or the refusal, if any.
 	Err error
 }
 
@@ -110,9 +99,21 @@ func emit(ctx context.Context, st *state, extra Observer, ev Event) {
 			st.observer.Observe(ctx, ev)
 		}
 	}
-	if extra != nil && (st == nil || extra != st.observer) {
+	if extra != nil && (st == nil || !sameObserver(extra, st.observer)) {
 		extra.Observe(ctx, ev)
 	}
+}
+
+// sameObserver reports whether a and b are the same observer, so one set on
+// both an [Op] and a budget sees each event once. Observers of a type that
+// cannot be compared (an [ObserverFunc], a map or slice type) are never the
+// same: comparing them with == would panic.
+func sameObserver(a, b Observer) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	ta := reflect.TypeOf(a)
+	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }
 
 // Note records an event in the ledger of the budget carried by ctx and hands

@@ -59,14 +59,13 @@ func ExampleLedger() {
 
 	for _, ev := range budget.LedgerFrom(ctx).Events() {
 		line := ev.Kind.String() + " " + ev.Stage
-		if ev.Outcome != "" {
-			line += " " + ev.Outcome
+		if ev.Outcome != budget.OutcomeNone {
+			line += " " + ev.Outcome.String()
 		}
 		fmt.Println(line)
 	}
 	// Output:
 	// arrival request
-	// admit resolve
 	// attempt resolve ok
 	// refuse geometry insufficient
 }

@@ -25,36 +25,21 @@ type Branch[T any] struct {
 	Fn func(ctx context.Context) (T, error)
 }
 
-// BranchStatus says what became of one branch of a [Gather].
-type BranchStatus uint8
-
-// What can become of a branch.
-const (
-	BranchNotStarted BranchStatus = iota // never started: no concurrency slot before the bound, or the call ended first
-	BranchDone                           // returned a value
-	BranchFailed                         // returned an error of its own
-	BranchTimedOut                       // still running when the bound passed: a straggler, canceled
-	BranchCanceled                       // still running when a required sibling failed or the caller gave up: canceled
-)
-
-var branchStatusNames = [...]string{"not started", "done", "failed", "timed out", "canceled"}
-
-// String returns the status in words, such as "timed out".
-func (s BranchStatus) String() string {
-	if int(s) < len(branchStatusNames) {
-		return branchStatusNames[s]
-	}
-	return "branch status(" + strconv.Itoa(int(s)) + ")"
-}
-
 // BranchResult is what one branch of a [Gather] delivered.
 type BranchResult[T any] struct {
 	// Name is the branch's name.
 	Name string
-	// Status says whether the branch delivered, and if not, why not.
-	Status BranchStatus
-	// Value is what the branch returned; the zero T unless Status is
-	// BranchDone.
+	// Outcome says whether the branch delivered ([OutcomeOK]) and if not,
+	// why not: [OutcomeFailed] when it returned an error of its own,
+	// [OutcomeExpired] when it was still running at the bound (a straggler,
+	// canceled, or never started because the bound passed before it got a
+	// concurrency slot), [OutcomeCanceled] when a required sibling failed or
+	// the caller gave up while it ran or waited for a slot. Err tells a
+	// branch that ran from one that never started: the latter has Duration
+	// zero.
+	Outcome Outcome
+	// Value is what the branch returned; the zero T unless Outcome is
+	// OutcomeOK.
 	Value T
 	// Err is the branch's error, or for a branch that did not finish the
 	// reason: an error matching [context.DeadlineExceeded] when the bound
@@ -133,13 +118,13 @@ var errGatherReturned = errors.New("budget: gather returned")
 // errors.As reach it), an [*Error] matching [context.DeadlineExceeded] naming
 // the first required branch still missing at the bound, or the caller's
 // context error when it gave up. Branches the bound cut off are recorded in
-// the ledger as [EventExpiry], and branches never started as [EventSkip].
+// the ledger as an [EventAttempt] with [OutcomeExpired], and branches never
+// started as an [EventRefuse].
 //
 // Do costs one goroutine per branch, one context, one channel and the
 // result slice: for eight trivial branches, about twice what plain
 // goroutines with a sync.WaitGroup cost (see BenchmarkGather8).
 func (g *Gather[T]) Do(ctx context.Context) (GatherResult[T], error) {
-	st := stateOf(ctx)
 	n := len(g.Branches)
 	res := GatherResult[T]{Branches: make([]BranchResult[T], n)}
 	for i := range g.Branches {
@@ -148,36 +133,56 @@ func (g *Gather[T]) Do(ctx context.Context) (GatherResult[T], error) {
 			return res, misconfigured("gather branch " + strconv.Quote(g.Branches[i].Name) + " has no Fn")
 		}
 	}
-	// One context for all branches: canceled with a cause when there is no
-	// deadline, by the bound otherwise (a required failure then cancels it
-	// plainly, and the result says which branch failed).
-	var bctx context.Context
-	var cancel context.CancelFunc
-	var cancelCause context.CancelCauseFunc
-	if dl, ok := ctx.Deadline(); ok {
-		bctx, cancel = context.WithDeadlineCause(ctx, dl.Add(-st.reserveOrZero()-g.Reserve), ErrBudgetExpired)
-		defer cancel()
-	} else {
-		bctx, cancelCause = context.WithCancelCause(ctx)
-		defer cancelCause(errGatherReturned)
-	}
-	stop := func(err error) {
-		if cancel != nil {
-			cancel()
-		} else {
-			cancelCause(err)
-		}
-	}
-	if st.reserveOrZero() > 0 {
-		// The reserve is already out of the branches' deadline.
-		cp := *st
-		cp.reserve = 0
-		bctx = context.WithValue(bctx, stateKey{}, &cp)
-	}
+	st := stateOf(ctx)
+	bctx, stop := g.branchContext(ctx, st)
+	defer stop(errGatherReturned)
 	s := &gathering{pending: n, done: make(chan struct{})}
 	if n == 0 {
 		close(s.done)
 	}
+	g.launchAll(bctx, s, &res)
+	select {
+	case <-s.done:
+	case <-bctx.Done():
+	}
+	s.mu.Lock()
+	s.closed = true
+	fatal := s.fatal
+	s.mu.Unlock()
+	if fatal != nil {
+		stop(fatal) // cancel the siblings
+	}
+	return g.finish(ctx, st, &res, fatal, bctx)
+}
+
+// branchContext returns the one context all branches share, and the function
+// that ends it. It ends by the bound when ctx has a deadline (a required
+// failure then ends it plainly, and the result says which branch failed), and
+// with a cause otherwise. The branches see no reserve: it is already out of
+// their deadline.
+func (g *Gather[T]) branchContext(ctx context.Context, st *state) (context.Context, func(error)) {
+	var bctx context.Context
+	var stop func(error)
+	if dl, ok := ctx.Deadline(); ok {
+		c, cancel := context.WithDeadlineCause(ctx, dl.Add(-st.reserveOrZero()-g.Reserve), ErrExpired)
+		bctx, stop = c, func(error) { cancel() }
+	} else {
+		c, cancel := context.WithCancelCause(ctx)
+		bctx, stop = c, cancel
+	}
+	if st.reserveOrZero() > 0 {
+		cp := *st
+		cp.reserve = 0
+		bctx = context.WithValue(bctx, stateKey{}, &cp)
+	}
+	return bctx, stop
+}
+
+// launchAll starts the branches, at most Limit at a time. Waiting for a slot
+// ends when every started branch has returned, one failed the call, or the
+// bound passed: branches left then are never started.
+func (g *Gather[T]) launchAll(bctx context.Context, s *gathering, res *GatherResult[T]) {
+	n := len(g.Branches)
 	var slots chan struct{}
 	if g.Limit > 0 && g.Limit < n {
 		slots = make(chan struct{}, g.Limit)
@@ -198,39 +203,23 @@ func (g *Gather[T]) Do(ctx context.Context) (GatherResult[T], error) {
 			s.mu.Unlock()
 		}()
 	}
-	next := 0
 	if bctx.Err() != nil { // nothing left to start branches with
-		next = n
+		return
 	}
-	if slots == nil {
-		for ; next < n; next++ {
-			launch(next)
+	for i := range n {
+		if slots == nil {
+			launch(i)
+			continue
 		}
-	}
-start:
-	for next < n {
 		select {
 		case slots <- struct{}{}:
-			launch(next)
-			next++
+			launch(i)
 		case <-s.done:
-			break start
+			return
 		case <-bctx.Done():
-			break start
+			return
 		}
 	}
-	select {
-	case <-s.done:
-	case <-bctx.Done():
-	}
-	s.mu.Lock()
-	s.closed = true
-	fatal := s.fatal
-	s.mu.Unlock()
-	if fatal != nil {
-		stop(fatal) // cancel the siblings
-	}
-	return g.finish(ctx, st, &res, fatal, bctx)
 }
 
 // arrive records a branch's return, under s.mu. A required branch that failed
@@ -240,11 +229,11 @@ func arrive[T any](s *gathering, r *BranchResult[T], optional bool, stage string
 	r.Err = err
 	switch {
 	case err == nil:
-		r.Status, r.Value = BranchDone, v
+		r.Outcome, r.Value = OutcomeOK, v
 	case bctx.Err() != nil: // it ended because the call's context did
-		r.Status = endedStatus(bctx, nil)
+		r.Outcome = endedOutcome(bctx, nil)
 	default:
-		r.Status = BranchFailed
+		r.Outcome = OutcomeFailed
 		if !optional {
 			s.fatal = fmt.Errorf("budget: %s: branch %s failed: %w", stage, r.Name, err)
 			s.closed = true
@@ -259,40 +248,36 @@ func arrive[T any](s *gathering, r *BranchResult[T], optional bool, stage string
 }
 
 // finish classifies the branches that did not return and builds the result.
+// A straggler is recorded as an attempt that expired (or was canceled), and a
+// branch never started as a refusal.
 func (g *Gather[T]) finish(ctx context.Context, st *state, res *GatherResult[T], fatal error, bctx context.Context) (GatherResult[T], error) {
-	now := time.Now()
-	remaining := time.Duration(0)
-	if dl, ok := ctx.Deadline(); ok {
-		remaining = dl.Sub(now)
-	}
+	r := read(ctx)
 	var missing error
 	for i := range res.Branches {
-		r := &res.Branches[i]
+		b := &res.Branches[i]
 		switch {
-		case r.Status == BranchDone:
+		case b.Outcome == OutcomeOK:
 			continue
-		case r.Status == BranchFailed: // a required one is the fatal error
-		case r.begun.IsZero():
-			r.Err = context.Cause(bctx)
-			emit(ctx, st, nil, Event{Kind: EventSkip, Stage: r.Name, At: now, Remaining: remaining, Outcome: "not started"})
-		case r.Status == BranchNotStarted: // started and still running: a straggler, canceled on return
-			r.Status, r.Err = endedStatus(bctx, fatal), context.Cause(bctx)
-			r.Duration = now.Sub(r.begun)
-		}
-		if r.Status == BranchTimedOut || r.Status == BranchCanceled {
+		case b.Outcome == OutcomeFailed: // a required one is the fatal error
+		case b.begun.IsZero():
+			b.Err = context.Cause(bctx)
+			b.Outcome = endedOutcome(bctx, fatal)
+			emit(ctx, st, nil, Event{Kind: EventRefuse, Stage: b.Name, At: r.now, Remaining: r.remaining, Outcome: b.Outcome})
+		case b.Outcome == OutcomeNone: // started and still running: a straggler, canceled on return
+			b.Outcome, b.Err = endedOutcome(bctx, fatal), context.Cause(bctx)
+			b.Duration = r.now.Sub(b.begun)
 			res.Stragglers++
-		}
-		if r.Status == BranchTimedOut {
-			emit(ctx, st, nil, Event{Kind: EventExpiry, Stage: r.Name, At: r.begun, Duration: r.Duration,
-				Remaining: remaining, Outcome: "straggler"})
+			emit(ctx, st, nil, Event{Kind: EventAttempt, Stage: b.Name, At: b.begun, Duration: b.Duration,
+				Remaining: r.remaining + b.Duration, Outcome: b.Outcome, Err: b.Err})
+		default: // returned after its context ended
+			res.Stragglers++
 		}
 		if g.Branches[i].Optional {
 			res.Incomplete = true
-		} else if missing == nil && r.Status != BranchFailed {
-			missing = r.Err
-			if errors.Is(r.Err, context.DeadlineExceeded) {
-				missing = &Error{Stage: r.Name, Kind: Expired, Remaining: remaining - st.reserveOrZero(),
-					Budget: st.budget(), Err: r.Err}
+		} else if missing == nil && b.Outcome != OutcomeFailed {
+			missing = b.Err
+			if errors.Is(b.Err, context.DeadlineExceeded) {
+				missing = &Error{Stage: b.Name, Outcome: OutcomeExpired, Remaining: r.available, Budget: st.budget(), Err: b.Err}
 			}
 		}
 	}
@@ -302,12 +287,12 @@ func (g *Gather[T]) finish(ctx context.Context, st *state, res *GatherResult[T],
 	return *res, missing
 }
 
-// endedStatus tells a branch ended by the bound from one canceled.
-func endedStatus(bctx context.Context, fatal error) BranchStatus {
+// endedOutcome tells a branch ended by the bound from one canceled.
+func endedOutcome(bctx context.Context, fatal error) Outcome {
 	if fatal == nil && errors.Is(context.Cause(bctx), context.DeadlineExceeded) {
-		return BranchTimedOut
+		return OutcomeExpired
 	}
-	return BranchCanceled
+	return OutcomeCanceled
 }
 
 func (g *Gather[T]) stage() string {

@@ -45,8 +45,8 @@ func TestGatherBranchesShareTheDeadline(t *testing.T) {
 		}
 		want := [2]time.Duration{740 * time.Millisecond, 740 * time.Millisecond} // 1s - 100ms - 50ms - 100ms - 10ms
 		for _, b := range res.Branches {
-			if b.Status != budget.BranchDone || b.Value != want {
-				t.Errorf("branch %s: %v saw (remaining, available) %v, want %v", b.Name, b.Status, b.Value, want)
+			if b.Outcome != budget.OutcomeOK || b.Value != want {
+				t.Errorf("branch %s: %v saw (remaining, available) %v, want %v", b.Name, b.Outcome, b.Value, want)
 			}
 		}
 	})
@@ -77,10 +77,10 @@ func TestGatherReturnsByTheBoundWithWhatArrived(t *testing.T) {
 		if err != nil || !res.Incomplete || res.Stragglers != 1 {
 			t.Fatalf("err %v incomplete %v stragglers %d", err, res.Incomplete, res.Stragglers)
 		}
-		want := []budget.BranchStatus{budget.BranchDone, budget.BranchTimedOut, budget.BranchFailed}
+		want := []budget.Outcome{budget.OutcomeOK, budget.OutcomeExpired, budget.OutcomeFailed}
 		for i, b := range res.Branches {
-			if b.Status != want[i] {
-				t.Errorf("branch %s: %v, want %v", b.Name, b.Status, want[i])
+			if b.Outcome != want[i] {
+				t.Errorf("branch %s: %v, want %v", b.Name, b.Outcome, want[i])
 			}
 		}
 		if res.Branches[0].Value != "alice" || !errors.Is(res.Branches[1].Err, context.DeadlineExceeded) {
@@ -92,7 +92,7 @@ func TestGatherReturnsByTheBoundWithWhatArrived(t *testing.T) {
 		}
 		var straggler bool
 		for _, ev := range budget.LedgerFrom(ctx).Events() {
-			straggler = straggler || ev.Kind == budget.EventExpiry && ev.Stage == "ads" && ev.Outcome == "straggler"
+			straggler = straggler || ev.Kind == budget.EventAttempt && ev.Stage == "ads" && ev.Outcome == budget.OutcomeExpired
 		}
 		if !straggler {
 			t.Fatalf("the straggler is not in the ledger:\n%s", budget.LedgerFrom(ctx))
@@ -140,7 +140,7 @@ func TestGatherFatalRequiredBranchCancelsSiblings(t *testing.T) {
 		if !errors.Is(err, errAuth) || time.Since(start) != 10*time.Millisecond {
 			t.Fatalf("err %v after %v: want the auth failure at once", err, time.Since(start))
 		}
-		if res.Stragglers != 2 || res.Branches[1].Status != budget.BranchCanceled {
+		if res.Stragglers != 2 || res.Branches[1].Outcome != budget.OutcomeCanceled {
 			t.Fatalf("result %+v", res)
 		}
 		synctest.Wait()
@@ -174,10 +174,10 @@ func TestGatherLimitNeverWaitsPastTheDeadline(t *testing.T) {
 		if err != nil || time.Since(start) != time.Second {
 			t.Fatalf("err %v after %v: want the partial result at the 1s bound", err, time.Since(start))
 		}
-		want := []budget.BranchStatus{budget.BranchDone, budget.BranchTimedOut, budget.BranchNotStarted}
+		want := []budget.Outcome{budget.OutcomeOK, budget.OutcomeExpired, budget.OutcomeExpired}
 		for i, b := range res.Branches {
-			if b.Status != want[i] {
-				t.Errorf("branch %s: %v, want %v", b.Name, b.Status, want[i])
+			if b.Outcome != want[i] {
+				t.Errorf("branch %s: %v, want %v", b.Name, b.Outcome, want[i])
 			}
 		}
 		if peak.Load() != 1 || !res.Incomplete {
@@ -195,8 +195,8 @@ func TestGatherCallerGivesUp(t *testing.T) {
 			{Name: "a", Fn: func(ctx context.Context) (int, error) { return 0, hang(ctx) }},
 		}}
 		res, err := g.Do(ctx)
-		if !errors.Is(err, context.Canceled) || res.Branches[0].Status != budget.BranchCanceled {
-			t.Fatalf("err %v, status %v", err, res.Branches[0].Status)
+		if !errors.Is(err, context.Canceled) || res.Branches[0].Outcome != budget.OutcomeCanceled {
+			t.Fatalf("err %v, status %v", err, res.Branches[0].Outcome)
 		}
 		// A budget already spent starts nothing.
 		spent, cancel2 := budget.Start(context.Background(), 0)
@@ -204,8 +204,8 @@ func TestGatherCallerGivesUp(t *testing.T) {
 		calls := 0
 		g.Branches[0].Fn = func(context.Context) (int, error) { calls++; return 1, nil }
 		res, err = g.Do(spent)
-		if !errors.Is(err, context.DeadlineExceeded) || calls != 0 || res.Branches[0].Status != budget.BranchNotStarted {
-			t.Fatalf("err %v, calls %d, status %v", err, calls, res.Branches[0].Status)
+		if !errors.Is(err, context.DeadlineExceeded) || calls != 0 || res.Branches[0].Outcome != budget.OutcomeExpired {
+			t.Fatalf("err %v, calls %d, status %v", err, calls, res.Branches[0].Outcome)
 		}
 	})
 }
@@ -248,7 +248,7 @@ func TestGatherNeverLeaksAndReturnsWithinItsBound(t *testing.T) {
 				t.Fatalf("case %d: %d branches still running after the call and a cancel", i, r)
 			}
 			for _, b := range res.Branches {
-				if b.Status == budget.BranchDone && b.Err != nil || b.Status != budget.BranchDone && b.Err == nil {
+				if b.Outcome == budget.OutcomeOK && b.Err != nil || b.Outcome != budget.OutcomeOK && b.Err == nil {
 					t.Fatalf("case %d: branch %+v", i, b)
 				}
 			}

@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// DefaultHedgeQuantile is the latency quantile of the op after which a
+// defaultHedgeQuantile is the latency quantile of the op after which a
 // [Hedge] with a zero Quantile starts its second attempt.
-const DefaultHedgeQuantile = 0.95
+const defaultHedgeQuantile = 0.95
 
 // Hedge is a hedging policy: when the first attempt of a call has not
 // answered by the time most calls have (the op's measured latency at
@@ -16,24 +16,24 @@ const DefaultHedgeQuantile = 0.95
 // random, at the cost of a few extra requests, as in "The Tail at Scale".
 //
 // The second attempt starts only if it can finish (op's admission, in the
-// time left less the reserve) and the retry budget, when one is set, allows
-// it; hedges and retries draw on the same budget, so an outage cannot turn
+// time left less the reserve) and the retry quota, when one is set, allows
+// it; hedges and retries draw on the same quota, so an outage cannot turn
 // hedging into double load. The zero value is ready to use: it hedges at the
-// op's DefaultHedgeQuantile once the op has enough measurements, and not at
-// all before. A Hedge holds configuration only; it is safe for concurrent use
+// op's 0.95 quantile once the op has enough measurements, and not at all
+// before. A Hedge holds configuration only; it is safe for concurrent use
 // as long as its fields are not changed.
 type Hedge struct {
 	// Quantile is the fraction of the op's calls that should have answered
-	// before the second attempt starts, in (0, 1). Zero means
-	// DefaultHedgeQuantile.
+	// before the second attempt starts, in (0, 1). Zero means 0.95.
 	Quantile float64
 	// Delay is the wait before the second attempt while the op has fewer
 	// measurements than its MinSamples. Zero means no hedge until then.
 	Delay time.Duration
-	// Budget, when not nil, is the retry budget shared by the client: each
+	// Quota, when not nil, is the retry quota shared by the client: each
 	// call deposits into it and each hedge withdraws from it. A hedge it
-	// refuses is not started and is recorded as [EventRetrySuppressed].
-	Budget *RetryBudget
+	// refuses is not started and is recorded as an [EventRefuse] with
+	// [OutcomeRetrySuppressed].
+	Quota *RetryQuota
 }
 
 var zeroHedge Hedge
@@ -83,8 +83,8 @@ func hedge[T any](ctx context.Context, h *Hedge, op *Op, fn func(ctx context.Con
 		h = &zeroHedge
 	}
 	now := time.Now()
-	if h.Budget != nil {
-		h.Budget.Deposit(now)
+	if h.Quota != nil {
+		h.Quota.Deposit(now)
 	}
 	delay, ok := h.delay(op, now)
 	if !ok {
@@ -127,7 +127,7 @@ func hedge[T any](ctx context.Context, h *Hedge, op *Op, fn func(ctx context.Con
 // numberedAttempt runs fn as attempt n of op, its number in its context.
 func numberedAttempt[T any](ctx context.Context, op *Op, n int, fn func(ctx context.Context) (T, error)) (T, error) {
 	var v T
-	err := op.attempt(ctx, n, func(actx context.Context) error {
+	err := op.run(ctx, runOpts{n: n}, func(actx context.Context) error {
 		var err error
 		v, err = fn(withAttemptNumber(actx, n))
 		return err
@@ -143,7 +143,7 @@ func (h *Hedge) delay(op *Op, now time.Time) (time.Duration, bool) {
 	}
 	q := h.Quantile
 	if q <= 0 || q >= 1 {
-		q = DefaultHedgeQuantile
+		q = defaultHedgeQuantile
 	}
 	d, _ := dist.Quantile(q) // past what was observed: the longest bound seen
 	return d, d > 0
@@ -152,23 +152,15 @@ func (h *Hedge) delay(op *Op, now time.Time) (time.Duration, bool) {
 // allow reports whether the hedge may start now: op would admit it and the
 // retry budget has a retry for it. Each refusal is recorded.
 func (h *Hedge) allow(ctx context.Context, op *Op) bool {
-	now := time.Now()
-	st := stateOf(ctx)
-	remaining, available := time.Duration(0), noDeadline
-	if dl, ok := ctx.Deadline(); ok {
-		remaining = dl.Sub(now)
-		available = remaining - st.reserveOrZero()
-	}
-	if dec := op.Decide(now, available); !dec.Admit {
-		emit(ctx, st, op.Observer, Event{Kind: EventSkip, Stage: op.Name, At: now, Remaining: remaining,
-			Needed: dec.Needed, Outcome: "hedge: insufficient", Attempt: 2})
+	r := read(ctx)
+	if dec := op.AdmitAt(r.now, r.available); !dec.Admit {
+		_ = suppress(ctx, r, op, 2, OutcomeInsufficient, dec.Needed, nil)
 		return false
 	}
-	if h.Budget != nil && !h.Budget.Withdraw(now) {
-		emit(ctx, st, op.Observer, Event{Kind: EventRetrySuppressed, Stage: op.Name, At: now, Remaining: remaining,
-			Outcome: "retry_budget", Attempt: 2})
+	if h.Quota != nil && !h.Quota.Withdraw(r.now) {
+		_ = suppress(ctx, r, op, 2, OutcomeRetrySuppressed, 0, nil)
 		return false
 	}
-	emit(ctx, st, op.Observer, Event{Kind: EventHedge, Stage: op.Name, At: now, Remaining: remaining, Attempt: 2})
+	emit(ctx, r.st, op.Observer, Event{Kind: EventHedge, Stage: op.Name, At: r.now, Remaining: r.remaining, Attempt: 2})
 	return true
 }

@@ -46,7 +46,7 @@ func TestHedgeWinsAndCancelsTheLoser(t *testing.T) {
 		ctx, cancel := budget.Start(context.Background(), time.Second)
 		defer cancel()
 		op := learned("search")
-		delay, _ := op.Estimator.Distribution(time.Now()).Quantile(budget.DefaultHedgeQuantile)
+		delay, _ := op.Estimator.Distribution(time.Now()).Quantile(0.95)
 		var running atomic.Int32
 		start := time.Now()
 		v, err := budget.HedgeCall(ctx, &budget.Hedge{}, op, slowThenFast(&running, 5*time.Millisecond))
@@ -94,13 +94,13 @@ func TestHedgeNeedsTimeAndRetryBudget(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ctx, cancel := budget.Start(context.Background(), time.Second)
 			defer cancel()
-			rb := &budget.RetryBudget{MinPerSecond: -1}
+			rb := &budget.RetryQuota{MinPerSecond: -1}
 			var running atomic.Int32
-			_, err := budget.HedgeCall(ctx, &budget.Hedge{Budget: rb}, learned("search"), slowThenFast(&running, 0))
+			_, err := budget.HedgeCall(ctx, &budget.Hedge{Quota: rb}, learned("search"), slowThenFast(&running, 0))
 			if !errors.Is(err, context.DeadlineExceeded) || rb.Suppressed() != 1 {
 				t.Fatalf("err %v, suppressed %d: the hedge must be suppressed and the first attempt run out", err, rb.Suppressed())
 			}
-			if got := kinds(budget.LedgerFrom(ctx)); len(got) != 2 || got[0] != budget.EventRetrySuppressed {
+			if got := kinds(budget.LedgerFrom(ctx)); len(got) != 2 || got[0] != budget.EventRefuse {
 				t.Fatalf("ledger %v", got)
 			}
 		})
@@ -117,7 +117,7 @@ func TestHedgeNeedsTimeAndRetryBudget(t *testing.T) {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("err %v", err)
 			}
-			want := []budget.EventKind{budget.EventSkip, budget.EventAttempt}
+			want := []budget.EventKind{budget.EventRefuse, budget.EventAttempt}
 			if got := kinds(budget.LedgerFrom(ctx)); !slices.Equal(got, want) {
 				t.Fatalf("ledger %v, want %v: no hedge with too little time left to finish", got, want)
 			}

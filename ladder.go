@@ -19,38 +19,21 @@ type Rung[T any] struct {
 	Fn func(ctx context.Context) (T, error)
 }
 
-// RungStatus says what became of one rung of a [Ladder].
-type RungStatus uint8
-
-// What can become of a rung.
-const (
-	RungNotReached RungStatus = iota // not tried: an earlier rung answered, or the caller gave up
-	RungAnswered                     // the rung produced the answer
-	RungDeclined                     // not started: it could not finish while leaving time for the last rung
-	RungFailed                       // started and failed for a reason other than time
-	RungTimedOut                     // started and ran out of time
-)
-
-var rungStatusNames = [...]string{"not reached", "answered", "declined", "failed", "timed out"}
-
-// String returns the status in words, such as "declined".
-func (s RungStatus) String() string {
-	if int(s) < len(rungStatusNames) {
-		return rungStatusNames[s]
-	}
-	return "rung status(" + strconv.Itoa(int(s)) + ")"
-}
-
 // RungReport says what became of one rung and why.
 type RungReport struct {
 	// Name is the rung's Op name.
 	Name string
-	// Status says whether the rung answered, and if not, why not.
-	Status RungStatus
+	// Outcome says whether the rung answered ([OutcomeOK]) and if not, why
+	// not: [OutcomeInsufficient] when it was declined because it could not
+	// finish while leaving time for the last rung, [OutcomeFailed] or
+	// [OutcomeExpired] when it ran and did not answer, [OutcomeCanceled]
+	// when the caller gave up while it ran, [OutcomeNone] when it was not
+	// reached (an earlier rung answered, or the caller gave up before).
+	Outcome Outcome
 	// Err is why the rung did not answer: the refusal (matching
 	// [ErrInsufficient]) for a declined rung, the error of a failed one, an
-	// error matching [context.DeadlineExceeded] for one that timed out. It
-	// is nil for the rung that answered and for rungs not reached.
+	// error matching [context.DeadlineExceeded] for one that ran out of
+	// time. It is nil for the rung that answered and for rungs not reached.
 	Err error
 	// Duration is how long the rung ran; zero when it did not start.
 	Duration time.Duration
@@ -88,10 +71,10 @@ type Ladder[T any] struct {
 // last rung is the last chance: it is started whenever more than its
 // MinUseful is left, whatever its estimate says, because the time held for it
 // may have been partly spent ending the rung before. A rung its Op does not
-// admit in what is left is declined and recorded as an
-// [EventSkip] naming the reason; a rung that fails or times out is followed
-// by the next. The answer of any rung but the first is recorded as an
-// [EventFallback].
+// admit in what is left is declined and recorded as an [EventRefuse]; a rung
+// that fails or runs out of time is followed by the next. The attempts of
+// every rung but the first are recorded as [EventFallback] rather than
+// [EventAttempt], one event per rung that ran.
 //
 // When no rung answers, Do returns the zero T and the last rung's error
 // (the result says why each rung did not answer); when the caller gives up,
@@ -110,7 +93,6 @@ func (l *Ladder[T]) Do(ctx context.Context) (T, LadderResult, error) {
 	}
 	last := len(l.Rungs) - 1
 	hold := l.Rungs[last].Op.need(time.Now())
-	st := stateOf(ctx)
 	var lastErr error
 	for i, r := range l.Rungs {
 		rep := &res.Rungs[i]
@@ -118,73 +100,54 @@ func (l *Ladder[T]) Do(ctx context.Context) (T, LadderResult, error) {
 		if i > 0 && ctx.Err() != nil {
 			continue // the caller gave up or the budget is gone: not reached
 		}
-		rctx := ctx
-		if i < last {
-			rctx = WithReserve(ctx, hold)
-		}
-		var v T
-		called := false
-		start := time.Now()
-		err := r.Op.run(rctx, 0, i == last, func(actx context.Context) error {
-			called = true
-			var err error
-			v, err = r.Fn(actx)
-			return err
-		})
-		if called {
-			rep.Duration = time.Since(start)
-		}
+		v, err := l.try(ctx, i, hold, rep)
 		if err == nil {
-			rep.Status, res.Answered = RungAnswered, i
-			if i > 0 {
-				ev := Event{Kind: EventFallback, Stage: r.Op.Name, At: start, Duration: rep.Duration, Outcome: OutcomeOK}
-				if dl, ok := ctx.Deadline(); ok {
-					ev.Remaining = dl.Sub(start)
-				}
-				emit(ctx, st, r.Op.Observer, ev)
-			}
+			res.Answered = i
 			return v, res, nil
 		}
-		rep.Err, lastErr = err, err
-		var be *Error
-		switch {
-		case !called && errors.Is(err, ErrInsufficient):
-			rep.Status = RungDeclined
-			ev := Event{Kind: EventSkip, Stage: r.Op.Name, At: start, Outcome: "insufficient", Err: err}
-			if dl, ok := ctx.Deadline(); ok {
-				ev.Remaining = dl.Sub(start)
-			}
-			if errors.As(err, &be) {
-				ev.Needed = be.Needed
-			}
-			emit(ctx, st, r.Op.Observer, ev)
-		case !called:
-			rep.Status, rep.Err = RungNotReached, nil
-		case errors.As(err, &be) && be.Kind == Expired && be.Stage == r.Op.Name:
-			rep.Status = RungTimedOut
-		default:
-			rep.Status = RungFailed
-		}
+		lastErr = err
 	}
 	return zero, res, lastErr
 }
 
-// need returns the time an attempt of o is expected to need at now: the
-// time its admission requires (Safety × median, or the latency at its
-// threshold, or Prior before it has measurements), and always more than its
-// MinUseful.
-func (o *Op) need(now time.Time) time.Duration {
-	var est time.Duration
-	dist := o.estimate(now)
-	switch {
-	case dist != nil && o.Safety > 0:
-		est = time.Duration(o.Safety * float64(dist.Median()))
-	case dist != nil:
-		est, _ = dist.Quantile(o.threshold())
-	case o.Safety > 0:
-		est = time.Duration(o.Safety * float64(o.Prior))
-	default:
-		est = o.Prior
+// try runs rung i, holding back hold for the last rung unless it is the last,
+// and fills in its report.
+func (l *Ladder[T]) try(ctx context.Context, i int, hold time.Duration, rep *RungReport) (T, error) {
+	r, last := l.Rungs[i], len(l.Rungs)-1
+	rctx := ctx
+	if i < last {
+		rctx = WithReserve(ctx, hold)
 	}
-	return max(est, o.MinUseful+1)
+	ro := runOpts{lastChance: i == last}
+	if i > 0 {
+		ro.kind = EventFallback
+	}
+	var v T
+	called := false
+	start := time.Now()
+	err := r.Op.run(rctx, ro, func(actx context.Context) error {
+		called = true
+		var err error
+		v, err = r.Fn(actx)
+		return err
+	})
+	if called {
+		rep.Duration = time.Since(start)
+	}
+	var be *Error
+	switch {
+	case err == nil:
+		rep.Outcome = OutcomeOK
+	case !called && errors.Is(err, ErrInsufficient):
+		rep.Outcome, rep.Err = OutcomeInsufficient, err
+	case !called:
+		// ctx ended before the rung could start: not reached.
+	case errors.As(err, &be) && be.Stage == r.Op.Name:
+		rep.Outcome, rep.Err = be.Outcome, err
+	case errors.Is(err, context.Canceled):
+		rep.Outcome, rep.Err = OutcomeCanceled, err
+	default:
+		rep.Outcome, rep.Err = OutcomeFailed, err
+	}
+	return v, err
 }

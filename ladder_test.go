@@ -46,7 +46,7 @@ func TestLadderHoldsBackTheLastRungsNeed(t *testing.T) {
 		if live != 950*time.Millisecond || time.Since(start) != 990*time.Millisecond {
 			t.Fatalf("live rung got %v, answer at %v; want 950ms and 990ms", live, time.Since(start))
 		}
-		if r := res.Rungs[0]; r.Status != budget.RungTimedOut || !errors.Is(r.Err, context.DeadlineExceeded) || r.Duration != 950*time.Millisecond {
+		if r := res.Rungs[0]; r.Outcome != budget.OutcomeExpired || !errors.Is(r.Err, context.DeadlineExceeded) || r.Duration != 950*time.Millisecond {
 			t.Fatalf("live rung report %+v", r)
 		}
 	})
@@ -94,10 +94,10 @@ func TestLadderReportsWhyEachRungDidNotAnswer(t *testing.T) {
 		if !errors.Is(err, errC) || res.Answered != -1 {
 			t.Fatalf("err %v answered %d", err, res.Answered)
 		}
-		want := []budget.RungStatus{budget.RungFailed, budget.RungDeclined, budget.RungFailed}
+		want := []budget.Outcome{budget.OutcomeFailed, budget.OutcomeInsufficient, budget.OutcomeFailed}
 		for i, r := range res.Rungs {
-			if r.Status != want[i] || r.Err == nil {
-				t.Errorf("rung %s: %v (%v), want %v with a reason", r.Name, r.Status, r.Err, want[i])
+			if r.Outcome != want[i] || r.Err == nil {
+				t.Errorf("rung %s: %v (%v), want %v with a reason", r.Name, r.Outcome, r.Err, want[i])
 			}
 		}
 	})
@@ -114,8 +114,8 @@ func TestLadderStopsWhenTheCallerGivesUp(t *testing.T) {
 			{Op: &budget.Op{Name: "cache"}, Fn: func(context.Context) (int, error) { cheap++; return 1, nil }},
 		}}
 		_, res, err := l.Do(ctx)
-		if !errors.Is(err, context.Canceled) || cheap != 0 || res.Rungs[1].Status != budget.RungNotReached {
-			t.Fatalf("err %v, cheap rung ran %d times, status %v", err, cheap, res.Rungs[1].Status)
+		if !errors.Is(err, context.Canceled) || cheap != 0 || res.Rungs[1].Outcome != budget.OutcomeNone {
+			t.Fatalf("err %v, cheap rung ran %d times, status %v", err, cheap, res.Rungs[1].Outcome)
 		}
 		var empty budget.Ladder[int]
 		if _, _, err := empty.Do(context.Background()); err == nil {

@@ -33,7 +33,7 @@ const ledgerInitial = 4
 // init prepares a ledger whose first events go into buf's spare capacity.
 func (l *Ledger) init(start time.Time, budget time.Duration, capacity int, buf []Event) {
 	if capacity == 0 {
-		capacity = DefaultLedgerCapacity
+		capacity = defaultLedgerCapacity
 	}
 	l.start, l.budget, l.limit = start, budget, capacity
 	l.events = buf[:0:min(cap(buf), capacity)]
@@ -95,7 +95,7 @@ func (l *Ledger) Dropped() int {
 //
 //	budget 300ms
 //	     +0.0ms  arrival   request                  left 300.0ms
-//	     +0.1ms  attempt   geometry    250.0ms  left 299.9ms  timeout  |██████████████████████████  |
+//	     +0.1ms  attempt   geometry    250.0ms  left 299.9ms  expired  |██████████████████████████  |
 func (l *Ledger) String() string {
 	if l == nil {
 		return ""
@@ -115,6 +115,7 @@ func (l *Ledger) String() string {
 		stageW = max(stageW, len(ev.Stage))
 	}
 	const barW = 30
+	outcomeW := len("retry_suppressed")
 	for _, ev := range events {
 		line := make([]byte, 0, 120)
 		line = appendPad(line, "+"+fmtMs(ev.Offset), 10, true)
@@ -128,10 +129,14 @@ func (l *Ledger) String() string {
 		line = appendPad(line, dur, 10, true)
 		line = append(line, "  left "...)
 		line = appendPad(line, fmtMs(ev.Remaining), 9, true)
-		if ev.Outcome != "" {
-			line = append(line, "  "...)
-			line = append(line, ev.Outcome...)
+		line = append(line, "  "...)
+		outcome := ""
+		if ev.Outcome != OutcomeNone {
+			outcome = ev.Outcome.String()
 		}
+		// The outcome column has a fixed width so that every row's bar
+		// starts in the same column.
+		line = appendPad(line, outcome, outcomeW, false)
 		if l.budget > 0 && ev.Duration > 0 {
 			from := int(int64(barW) * int64(ev.Offset) / int64(l.budget))
 			to := int(int64(barW) * int64(ev.Offset+ev.Duration) / int64(l.budget))
@@ -189,6 +194,7 @@ type eventJSON struct {
 	NeededMs    float64 `json:"needed_ms,omitempty"`
 	Outcome     string  `json:"outcome,omitempty"`
 	Attempt     int     `json:"attempt,omitempty"`
+	Probe       bool    `json:"probe,omitempty"`
 	Error       string  `json:"error,omitempty"`
 }
 
@@ -202,7 +208,10 @@ func (l *Ledger) MarshalJSON() ([]byte, error) {
 		e := eventJSON{
 			Kind: ev.Kind.String(), Stage: ev.Stage, OffsetMs: ms(ev.Offset),
 			DurationMs: ms(ev.Duration), RemainingMs: ms(ev.Remaining), NeededMs: ms(ev.Needed),
-			Outcome: ev.Outcome, Attempt: ev.Attempt,
+			Attempt: ev.Attempt, Probe: ev.Probe,
+		}
+		if ev.Outcome != OutcomeNone {
+			e.Outcome = ev.Outcome.String()
 		}
 		if ev.Err != nil {
 			e.Error = ev.Err.Error()
@@ -232,9 +241,9 @@ func (l *Ledger) ServerTiming() string {
 		b = appendToken(b, ev.Stage)
 		b = append(b, ";dur="...)
 		b = strconv.AppendFloat(b, ms(ev.Duration), 'f', 1, 64)
-		if ev.Outcome != "" {
+		if ev.Outcome != OutcomeNone {
 			b = append(b, `;desc="`...)
-			b = appendToken(b, ev.Outcome)
+			b = appendToken(b, ev.Outcome.String())
 			b = append(b, '"')
 		}
 		b = append(b, ", "...)

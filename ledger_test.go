@@ -59,13 +59,13 @@ func TestLedgerRendersTextJSONAndServerTiming(t *testing.T) {
 		if err := json.Unmarshal(raw, &doc); err != nil {
 			t.Fatal(err)
 		}
-		if doc.BudgetMs != 300 || len(doc.Events) != 5 {
+		if doc.BudgetMs != 300 || len(doc.Events) != 4 {
 			t.Fatalf("json = %s", raw)
 		}
-		if e := doc.Events[2]; e.Kind != "attempt" || e.DurationMs != 120 || e.Outcome != "ok" {
+		if e := doc.Events[1]; e.Kind != "attempt" || e.DurationMs != 120 || e.Outcome != "ok" {
 			t.Fatalf("attempt in json = %+v", e)
 		}
-		if e := doc.Events[3]; e.Kind != "refuse" || e.OffsetMs != 120 || e.RemainingMs != 180 {
+		if e := doc.Events[2]; e.Kind != "refuse" || e.OffsetMs != 120 || e.RemainingMs != 180 {
 			t.Fatalf("refusal in json = %+v", e)
 		}
 
@@ -82,7 +82,7 @@ func TestLedgerIsBounded(t *testing.T) {
 	ctx, cancel := budget.Config{LedgerCapacity: 4}.Start(context.Background(), time.Second)
 	defer cancel()
 	for range 100 {
-		budget.Note(ctx, budget.Event{Kind: budget.EventSkip, Stage: "loop"})
+		budget.Note(ctx, budget.Event{Kind: budget.EventRefuse, Stage: "loop"})
 	}
 	l := budget.LedgerFrom(ctx)
 	if n := len(l.Events()); n != 4 {
@@ -145,11 +145,11 @@ func TestErrorKinds(t *testing.T) {
 		deadline     bool
 		msg          string
 	}{
-		{&budget.Error{Stage: "geometry", Kind: budget.Insufficient}, true, false, "budget: geometry not started: too little time left"},
-		{&budget.Error{Stage: "edge", Kind: budget.Shed}, true, false, "budget: edge refused on arrival: too little time left"},
-		{&budget.Error{Stage: "db", Kind: budget.Expired, Err: context.DeadlineExceeded}, false, true, "budget: db did not complete in the time available"},
-		{&budget.Error{Stage: "pricing", Kind: budget.RetrySuppressed, Err: last}, false, false, "budget: pricing not retried: retry budget spent: 503 from upstream"},
-		{&budget.Error{Kind: budget.Insufficient, Err: last}, true, false, "budget: work not started: too little time left: 503 from upstream"},
+		{&budget.Error{Stage: "geometry", Outcome: budget.OutcomeInsufficient}, true, false, "budget: geometry not started: too little time left"},
+		{&budget.Error{Stage: "edge", Outcome: budget.OutcomeShed}, true, false, "budget: edge refused on arrival: too little time left"},
+		{&budget.Error{Stage: "db", Outcome: budget.OutcomeExpired, Err: context.DeadlineExceeded}, false, true, "budget: db did not complete in the time available"},
+		{&budget.Error{Stage: "pricing", Outcome: budget.OutcomeRetrySuppressed, Err: last}, false, false, "budget: pricing not retried: retry quota spent: 503 from upstream"},
+		{&budget.Error{Outcome: budget.OutcomeInsufficient, Err: last}, true, false, "budget: work not started: too little time left: 503 from upstream"},
 	}
 	for _, tc := range cases {
 		if got := errors.Is(tc.err, budget.ErrInsufficient); got != tc.insufficient {
@@ -165,10 +165,10 @@ func TestErrorKinds(t *testing.T) {
 			t.Errorf("%v does not reach the last real error", tc.err)
 		}
 	}
-	if budget.Expired.String() != "expired" || budget.Kind(99).String() != "kind(99)" {
-		t.Error("Kind.String")
+	if budget.OutcomeExpired.String() != "expired" || budget.Outcome(99).String() != "outcome(99)" {
+		t.Error("Outcome.String")
 	}
-	if budget.EventRetrySuppressed.String() != "retry_suppressed" || budget.EventKind(200).String() != "event(200)" {
+	if budget.EventRefuse.String() != "refuse" || budget.EventKind(200).String() != "event(200)" {
 		t.Error("EventKind.String")
 	}
 }

@@ -21,9 +21,11 @@ type ObserverFunc func(ctx context.Context, ev Event)
 func (f ObserverFunc) Observe(ctx context.Context, ev Event) { f(ctx, ev) }
 
 // SlogObserver returns an [Observer] that logs each event to l: refusals,
-// expiries, drops and suppressed retries at level Warn, everything else at
+// anything that expired (an attempt that ran out of time, a queue item that
+// expired while it waited), anything shed or refused for lack of time, and
+// skewed or malformed deadline headers at level Warn; everything else at
 // Debug. A nil l uses slog.Default(). Attribute keys: kind, stage, offset,
-// duration, remaining, needed, outcome, attempt, err.
+// duration, remaining, needed, outcome, attempt, probe, err.
 func SlogObserver(l *slog.Logger) Observer {
 	if l == nil {
 		l = slog.Default()
@@ -35,8 +37,9 @@ type slogObserver struct{ l *slog.Logger }
 
 func (o slogObserver) Observe(ctx context.Context, ev Event) {
 	level := slog.LevelDebug
-	switch ev.Kind {
-	case EventRefuse, EventExpiry, EventDrop, EventRetrySuppressed, EventShed:
+	switch {
+	case ev.Kind == EventRefuse, ev.Kind == EventSkew, ev.Kind == EventMalformed,
+		ev.Outcome == OutcomeExpired, ev.Outcome == OutcomeShed, ev.Outcome == OutcomeInsufficient:
 		level = slog.LevelWarn
 	}
 	if !o.l.Enabled(ctx, level) {
@@ -54,8 +57,11 @@ func (o slogObserver) Observe(ctx context.Context, ev Event) {
 	if ev.Needed != 0 {
 		attrs = append(attrs, slog.Duration("needed", ev.Needed))
 	}
-	if ev.Outcome != "" {
-		attrs = append(attrs, slog.String("outcome", ev.Outcome))
+	if ev.Outcome != OutcomeNone {
+		attrs = append(attrs, slog.String("outcome", ev.Outcome.String()))
+	}
+	if ev.Probe {
+		attrs = append(attrs, slog.Bool("probe", true))
 	}
 	if ev.Attempt != 0 {
 		attrs = append(attrs, slog.Int("attempt", ev.Attempt))

@@ -75,10 +75,10 @@ func TestAdmissionSafetyRuleAdmitsHalfTheMedian(t *testing.T) {
 	for range 100 {
 		op.Estimator.RecordAt(now, time.Second)
 	}
-	if d := op.Decide(now, 520*time.Millisecond); !d.Admit || !d.Measured {
+	if d := op.AdmitAt(now, 520*time.Millisecond); !d.Admit || !d.Measured {
 		t.Fatalf("0.52s with median 1s and safety 0.5: %+v, want admit", d)
 	}
-	if d := op.Decide(now, 480*time.Millisecond); d.Admit {
+	if d := op.AdmitAt(now, 480*time.Millisecond); d.Admit {
 		t.Fatalf("0.48s with median 1s and safety 0.5: %+v, want refuse", d)
 	}
 }
@@ -90,17 +90,17 @@ func TestAdmissionProbabilityThreshold(t *testing.T) {
 	for i := range 100 {
 		op.Estimator.RecordAt(now, time.Duration(i+1)*10*time.Millisecond) // 10ms..1s uniform
 	}
-	if d := op.Decide(now, 950*time.Millisecond); !d.Admit {
+	if d := op.AdmitAt(now, 950*time.Millisecond); !d.Admit {
 		t.Fatalf("P(950ms) about 0.95 >= 0.9: %+v", d)
 	}
-	d := op.Decide(now, 500*time.Millisecond)
+	d := op.AdmitAt(now, 500*time.Millisecond)
 	if d.Admit || d.Probability < 0.45 || d.Probability > 0.55 {
 		t.Fatalf("P(500ms) about 0.5 < 0.9: %+v", d)
 	}
 	if !near(d.Needed, 900*time.Millisecond) {
 		t.Fatalf("Needed = %v, want about the 0.9 quantile, 900ms", d.Needed)
 	}
-	if d := op.Decide(now, 0); d.Admit {
+	if d := op.AdmitAt(now, 0); d.Admit {
 		t.Fatal("nothing left must never be admitted")
 	}
 }
@@ -108,11 +108,11 @@ func TestAdmissionProbabilityThreshold(t *testing.T) {
 func TestUnlearnedOpWithoutPriorAdmits(t *testing.T) {
 	t.Parallel()
 	op := &budget.Op{Name: "new"}
-	if d := op.Decide(time.Now(), time.Millisecond); !d.Admit || d.Measured {
+	if d := op.AdmitAt(time.Now(), time.Millisecond); !d.Admit || d.Measured {
 		t.Fatalf("%+v: an op with no prior and no samples admits", d)
 	}
 	op.MinUseful = 5 * time.Millisecond
-	if d := op.Decide(time.Now(), 5*time.Millisecond); d.Admit {
+	if d := op.AdmitAt(time.Now(), 5*time.Millisecond); d.Admit {
 		t.Fatalf("%+v: at MinUseful the attempt is refused", d)
 	}
 }
@@ -251,7 +251,7 @@ func TestObserverAndLedgerSeeEveryDecision(t *testing.T) {
 		slow := &budget.Op{Name: "slow", Prior: 10 * time.Second, ProbeEvery: -1}
 		_ = fast.Do(ctx, func(context.Context) error { time.Sleep(100 * time.Millisecond); return nil })
 		_ = slow.Do(ctx, func(context.Context) error { return nil })
-		want := []budget.EventKind{budget.EventArrival, budget.EventAdmit, budget.EventAttempt, budget.EventRefuse}
+		want := []budget.EventKind{budget.EventArrival, budget.EventAttempt, budget.EventRefuse}
 		mu.Lock()
 		defer mu.Unlock()
 		if len(kinds) != len(want) {
@@ -263,11 +263,11 @@ func TestObserverAndLedgerSeeEveryDecision(t *testing.T) {
 				t.Fatalf("event %d: observer %v, ledger %v, want %v", i, kinds[i], evs[i].Kind, want[i])
 			}
 		}
-		att := evs[2]
+		att := evs[1]
 		if att.Stage != "fast" || att.Duration != 100*time.Millisecond || att.Outcome != budget.OutcomeOK || att.Remaining != time.Second {
 			t.Fatalf("attempt event = %+v", att)
 		}
-		if ref := evs[3]; ref.Offset != 100*time.Millisecond || ref.Remaining != 900*time.Millisecond || ref.Needed != 10*time.Second {
+		if ref := evs[2]; ref.Offset != 100*time.Millisecond || ref.Remaining != 900*time.Millisecond || ref.Needed != 10*time.Second {
 			t.Fatalf("refuse event = %+v", ref)
 		}
 	})

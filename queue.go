@@ -7,19 +7,11 @@ import (
 	"time"
 )
 
-// Defaults of a zero [Queue].
+// Defaults of a zero [Queue], stated in its field docs.
 const (
-	// DefaultQueueCapacity is how many items a Queue with a zero Capacity
-	// holds.
-	DefaultQueueCapacity = 1024
-	// DefaultQueueTarget is the sojourn bound of items put while the queue
-	// is standing: CoDel's target, and the 5 ms of Facebook's "Fail at
-	// Scale".
-	DefaultQueueTarget = 5 * time.Millisecond
-	// DefaultQueueInterval is how long a queue must stay non-empty to count
-	// as standing, and the sojourn bound of items put while it is not:
-	// CoDel's interval, the 100 ms of "Fail at Scale".
-	DefaultQueueInterval = 100 * time.Millisecond
+	defaultQueueCapacity = 1024
+	defaultQueueTarget   = 5 * time.Millisecond   // CoDel's target, and the 5 ms of Facebook's "Fail at Scale"
+	defaultQueueInterval = 100 * time.Millisecond // CoDel's interval, the 100 ms of "Fail at Scale"
 )
 
 // Errors a [Queue] reports.
@@ -36,7 +28,8 @@ var (
 // the consumer's minimum useful time; it drops, at Get, items whose budget ran
 // out (or was canceled) while they waited, so a consumer never starts work
 // nobody waits for; and it records each item's queue wait in the item's
-// ledger ([EventQueue], [EventDrop]).
+// ledger as an [EventQueue] whose Outcome is ok when the item was handed out
+// and says why when it was dropped.
 //
 // Under a standing queue (one that has not been empty for Interval) it serves
 // newest-first and bounds how long items may wait, as Facebook's "Fail at
@@ -58,7 +51,7 @@ var (
 type Queue[T any] struct {
 	// Name names the queue in the ledger and in errors. Empty means "queue".
 	Name string
-	// Capacity bounds the items held. Zero means DefaultQueueCapacity.
+	// Capacity bounds the items held. Zero means 1024.
 	Capacity int
 	// MinUseful is the consumer's minimum useful time: Put refuses an item
 	// whose time available cannot cover the expected wait plus MinUseful,
@@ -66,12 +59,12 @@ type Queue[T any] struct {
 	// drops only items with no time left.
 	MinUseful time.Duration
 	// Target is the sojourn bound of items put while the queue is standing.
-	// Zero means DefaultQueueTarget; a negative value turns off adaptive
-	// LIFO and sojourn bounds.
+	// Zero means 5 ms (CoDel's target, and the 5 ms of Facebook's "Fail at
+	// Scale"); a negative value turns off adaptive LIFO and sojourn bounds.
 	Target time.Duration
 	// Interval is how long the queue must stay non-empty to count as
 	// standing, and the sojourn bound of items put while it is not. Zero
-	// means DefaultQueueInterval.
+	// means 100 ms (CoDel's interval).
 	Interval time.Duration
 	// OnDrop, when not nil, is called for each item dropped by Get (or by a
 	// Put making room in a full queue), outside the queue's lock, with the item's context and the reason: an error
@@ -121,15 +114,11 @@ type QueueStats struct {
 // longer than it takes to take the queue's lock. Refusals are recorded as
 // [EventRefuse] in ctx's ledger.
 func (q *Queue[T]) Put(ctx context.Context, item T) error {
-	if err := ctx.Err(); err != nil {
-		return q.refused(ctx, time.Now(), 0, err)
+	r := read(ctx)
+	if ctx.Err() != nil {
+		return ended(ctx, r, nil, q.name(), 0)
 	}
-	now := time.Now()
-	remaining, available := time.Duration(0), noDeadline
-	if dl, ok := ctx.Deadline(); ok {
-		remaining = dl.Sub(now)
-		available = remaining - stateOf(ctx).reserveOrZero()
-	}
+	now, available := r.now, r.available
 	q.mu.Lock()
 	q.init()
 	for q.items.full() {
@@ -139,7 +128,7 @@ func (q *Queue[T]) Put(ctx context.Context, item T) error {
 		if reason == nil {
 			q.stats.Full++
 			q.mu.Unlock()
-			return q.refused(ctx, now, remaining, ErrQueueFull)
+			return q.refused(ctx, r, OutcomeShed, 0, ErrQueueFull)
 		}
 		q.items.popFront()
 		q.count(reason)
@@ -154,8 +143,7 @@ func (q *Queue[T]) Put(ctx context.Context, item T) error {
 	if available != noDeadline && available-expected <= q.MinUseful {
 		q.stats.Refused++
 		q.mu.Unlock()
-		return q.refused(ctx, now, remaining, &Error{Stage: q.name(), Kind: Insufficient, Remaining: available,
-			Needed: expected + q.MinUseful, Budget: stateOf(ctx).budget()})
+		return refuse(ctx, r, nil, q.name(), 0, expected+q.MinUseful)
 	}
 	bound := time.Duration(0)
 	if q.Target >= 0 {
@@ -167,7 +155,7 @@ func (q *Queue[T]) Put(ctx context.Context, item T) error {
 	if q.items.n == 0 {
 		q.lastEmpty = now
 	}
-	q.items.pushBack(queued[T]{ctx: ctx, item: item, at: now, remaining: remaining, bound: bound})
+	q.items.pushBack(queued[T]{ctx: ctx, item: item, at: now, remaining: r.remaining, bound: bound})
 	q.stats.Put++
 	if len(q.waiters) > 0 {
 		w := q.waiters[0]
@@ -178,8 +166,11 @@ func (q *Queue[T]) Put(ctx context.Context, item T) error {
 	return nil
 }
 
-func (q *Queue[T]) refused(ctx context.Context, now time.Time, remaining time.Duration, err error) error {
-	Note(ctx, Event{Kind: EventRefuse, Stage: q.name(), At: now, Remaining: remaining, Outcome: "queue", Err: err})
+// refused records that Put refused an item for a reason other than time, and
+// returns err.
+func (q *Queue[T]) refused(ctx context.Context, r reading, why Outcome, needed time.Duration, err error) error {
+	emit(ctx, r.st, nil, Event{Kind: EventRefuse, Stage: q.name(), At: r.now, Remaining: r.remaining,
+		Needed: needed, Outcome: why, Err: err})
 	return err
 }
 
@@ -188,9 +179,9 @@ func (q *Queue[T]) refused(ctx context.Context, now time.Time, remaining time.Du
 // available or ctx is done; a Get whose ctx is done returns ctx's error at
 // once, without taking an item. Items whose budget ended, or that have
 // MinUseful or less left, or that waited past their sojourn bound, are
-// dropped instead of handed out: counted, recorded as [EventDrop] in their
-// ledger, and passed to OnDrop. The wait of the item handed out is recorded
-// as [EventQueue] in its ledger.
+// dropped instead of handed out: counted, recorded as an [EventQueue] with
+// the reason as its Outcome in their ledger, and passed to OnDrop. The wait
+// of the item handed out is recorded as an [EventQueue] with [OutcomeOK].
 //
 // While the queue is standing, Get takes the newest item; otherwise the
 // oldest.
@@ -228,7 +219,7 @@ func (q *Queue[T]) Get(ctx context.Context) (T, context.Context, error) {
 			q.stats.Served++
 			q.mu.Unlock()
 			emit(e.ctx, stateOf(e.ctx), nil, Event{Kind: EventQueue, Stage: q.name(), At: e.at, Duration: wait,
-				Remaining: e.remaining})
+				Remaining: e.remaining, Outcome: OutcomeOK})
 			return e.item, e.ctx, nil
 		}
 		w := make(chan struct{}, 1)
@@ -275,21 +266,25 @@ func (q *Queue[T]) count(reason error) {
 }
 
 func (q *Queue[T]) drop(e queued[T], now time.Time, reason error) {
-	emit(e.ctx, stateOf(e.ctx), nil, Event{Kind: EventDrop, Stage: q.name(), At: e.at, Duration: now.Sub(e.at),
+	emit(e.ctx, stateOf(e.ctx), nil, Event{Kind: EventQueue, Stage: q.name(), At: e.at, Duration: now.Sub(e.at),
 		Remaining: e.remaining, Outcome: dropOutcome(reason), Err: reason})
 	if q.OnDrop != nil {
 		q.OnDrop(e.ctx, e.item, reason)
 	}
 }
 
-func dropOutcome(reason error) string {
+// dropOutcome says why an item was dropped: shed from a standing queue,
+// canceled by its caller, too little time left, or expired.
+func dropOutcome(reason error) Outcome {
 	switch {
 	case errors.Is(reason, ErrQueueSojourn):
-		return "sojourn"
+		return OutcomeShed
 	case errors.Is(reason, context.Canceled):
 		return OutcomeCanceled
+	case errors.Is(reason, ErrInsufficient):
+		return OutcomeInsufficient
 	}
-	return "expired"
+	return OutcomeExpired
 }
 
 // Len returns the number of items held, dropped ones not yet found included.
@@ -312,7 +307,7 @@ func (q *Queue[T]) init() {
 	if q.items.buf == nil {
 		c := q.Capacity
 		if c <= 0 {
-			c = DefaultQueueCapacity
+			c = defaultQueueCapacity
 		}
 		q.items.buf = make([]queued[T], c)
 	}
@@ -344,12 +339,12 @@ func (q *Queue[T]) interval() time.Duration {
 	if q.Interval > 0 {
 		return q.Interval
 	}
-	return DefaultQueueInterval
+	return defaultQueueInterval
 }
 
 func (q *Queue[T]) target() time.Duration {
 	if q.Target > 0 {
 		return q.Target
 	}
-	return DefaultQueueTarget
+	return defaultQueueTarget
 }

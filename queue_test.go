@@ -96,14 +96,14 @@ func TestQueueGetDropsExpiredItems(t *testing.T) {
 		}
 		for _, ctx := range []context.Context{short, long} {
 			for _, ev := range budget.LedgerFrom(ctx).Events() {
-				if ev.Kind == budget.EventQueue || ev.Kind == budget.EventDrop {
+				if ev.Kind == budget.EventQueue {
 					if ev.Duration != 300*time.Millisecond || ev.Stage != "jobs" {
 						t.Errorf("event %v: waited %v, want 300ms in jobs", ev.Kind, ev.Duration)
 					}
 				}
 			}
 		}
-		if got := kinds(budget.LedgerFrom(short)); len(got) != 2 || got[0] != budget.EventDrop {
+		if got := kinds(budget.LedgerFrom(short)); len(got) != 2 || got[0] != budget.EventQueue {
 			t.Fatalf("short ledger %v", got)
 		}
 		if got := kinds(budget.LedgerFrom(long)); len(got) != 1 || got[0] != budget.EventQueue {

@@ -61,7 +61,7 @@ func TestOpLearnsFromAnUpstreamDeadline(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 		var be *budget.Error
-		if !errors.As(err, &be) || be.Kind != budget.Expired || be.Stage != "pricing" {
+		if !errors.As(err, &be) || be.Outcome != budget.OutcomeExpired || be.Stage != "pricing" {
 			t.Fatalf("err = %#v, want an expiry naming the op", err)
 		}
 		time.Sleep(20 * time.Millisecond) // let the snapshot refresh
@@ -83,15 +83,15 @@ func TestRefusedOpDoesNotForgetWhatItLearned(t *testing.T) {
 			op.Estimator.RecordCensored(time.Second) // every call timed out
 		}
 		time.Sleep(20 * time.Millisecond)
-		if op.Decide(time.Now(), 500*time.Millisecond).Admit {
+		if op.AdmitAt(time.Now(), 500*time.Millisecond).Admit {
 			t.Fatal("a dependency known to time out was admitted")
 		}
-		time.Sleep(10 * budget.DefaultWindow) // no samples: everything was refused
-		if d := op.Decide(time.Now(), 500*time.Millisecond); d.Admit || !d.Measured {
+		time.Sleep(10 * time.Second) // no samples: everything was refused
+		if d := op.AdmitAt(time.Now(), 500*time.Millisecond); d.Admit || !d.Measured {
 			t.Fatalf("%+v: with its windows empty the op must keep its last estimate", d)
 		}
 		op.Reset()
-		if d := op.Decide(time.Now(), 500*time.Millisecond); !d.Admit || d.Measured {
+		if d := op.AdmitAt(time.Now(), 500*time.Millisecond); !d.Admit || d.Measured {
 			t.Fatalf("%+v: after Reset the op starts over", d)
 		}
 	})
@@ -137,8 +137,11 @@ func TestMisconfiguredCallsReturnErrors(t *testing.T) {
 		}
 	}
 	var d budget.Detacher
-	d.Go(ctx, "audit", nil)
-	if d.Failed() != 1 || d.Running() != 0 {
-		t.Fatalf("Detacher.Go(nil): failed %d, running %d", d.Failed(), d.Running())
+	if err := d.Go(ctx, "audit", nil); !errors.Is(err, budget.ErrMisconfigured) || d.Failed() != 0 || d.Running() != 0 {
+		t.Fatalf("Detacher.Go(nil) = %v: failed %d, running %d", err, d.Failed(), d.Running())
+	}
+	var nilDetacher *budget.Detacher
+	if err := nilDetacher.Go(ctx, "audit", func(context.Context) error { return nil }); !errors.Is(err, budget.ErrMisconfigured) {
+		t.Fatalf("nil Detacher: %v", err)
 	}
 }

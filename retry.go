@@ -9,20 +9,13 @@ import (
 	"time"
 )
 
-// Defaults of a zero [Retry].
+// Defaults of a zero [Retry], stated in its field docs.
 const (
-	// DefaultMaxAttempts is how many attempts, the first included, a Retry
-	// with a zero MaxAttempts makes at most.
-	DefaultMaxAttempts = 3
-	// DefaultBackoff is the wait before the first retry.
-	DefaultBackoff = 100 * time.Millisecond
-	// DefaultMaxBackoff caps the wait before any retry, before jitter.
-	DefaultMaxBackoff = 5 * time.Second
-	// DefaultMultiplier is the growth of the wait from one retry to the next.
-	DefaultMultiplier = 2.0
-	// DefaultJitter is the fraction by which each wait is spread (±20 %), the
-	// value gRPC uses.
-	DefaultJitter = 0.2
+	defaultMaxAttempts = 3
+	defaultBackoff     = 100 * time.Millisecond
+	defaultMaxBackoff  = 5 * time.Second
+	defaultMultiplier  = 2.0
+	defaultJitter      = 0.2 // the value gRPC uses
 )
 
 // Retry is a retry policy that spends the request's budget instead of
@@ -33,32 +26,33 @@ const (
 // Other retry libraries (failsafe-go, cenkalti/backoff, go-retryablehttp,
 // grpc-go) sleep first and find out afterwards.
 //
-// The zero value is ready to use: up to DefaultMaxAttempts attempts, an
-// exponential backoff from DefaultBackoff doubling up to DefaultMaxBackoff
-// with ±20 % jitter, no retry budget, and every error retried that the rules
+// The zero value is ready to use: up to 3 attempts, an exponential backoff
+// from 100 ms doubling up to 5 s with ±20 % jitter, no retry quota, and every
+// error retried that the rules
 // of [Retry.Do] allow. A Retry holds configuration only; it is safe for
 // concurrent use as long as its fields are not changed.
 type Retry struct {
 	// MaxAttempts bounds the attempts of one call, the first included. Zero
-	// means DefaultMaxAttempts; one disables retries.
+	// means 3; one disables retries.
 	MaxAttempts int
 	// Backoff is the wait before the first retry; each later retry waits
-	// Multiplier times longer, up to MaxBackoff. Zero means DefaultBackoff;
+	// Multiplier times longer, up to MaxBackoff. Zero means 100 ms;
 	// a negative value retries at once, without waiting.
 	Backoff time.Duration
-	// MaxBackoff caps the wait before jitter. Zero means DefaultMaxBackoff.
+	// MaxBackoff caps the wait before jitter. Zero means 5 s.
 	MaxBackoff time.Duration
 	// Multiplier is the growth of the wait per retry. Zero (or anything
-	// below 1) means DefaultMultiplier.
+	// below 1) means 2.
 	Multiplier float64
 	// Jitter spreads each wait uniformly over ±Jitter of its nominal value,
 	// so that clients that failed together do not retry together. Zero means
-	// DefaultJitter; a negative value means none; values above 1 count as 1.
+	// 0.2 (±20 %, the value gRPC uses); a negative value means none; values
+	// above 1 count as 1.
 	Jitter float64
-	// Budget, when not nil, is the retry budget shared by every call of the
+	// Quota, when not nil, is the retry quota shared by every call of the
 	// client: each call deposits into it and each retry withdraws from it,
-	// and a retry it refuses is not made. Nil means no retry budget.
-	Budget *RetryBudget
+	// and a retry it refuses is not made. Nil means no quota.
+	Quota *RetryQuota
 	// Retryable, when not nil, decides whether an attempt's error may be
 	// retried, after the rules no policy overrides (see [Retry.Do]). Nil
 	// retries every error those rules allow.
@@ -83,11 +77,12 @@ var zeroRetry Retry
 // error carries (see [RetryAfter]). When the wait plus op.MinUseful does not
 // fit in the time available (remaining less reserve), or op's admission
 // would refuse an attempt with the time left after the wait, Do returns at
-// once, without sleeping, an [*Error] of Kind [Insufficient] (matching
+// once, without sleeping, an [*Error] with [OutcomeInsufficient] (matching
 // [ErrInsufficient]) that names op and wraps the last attempt's error. When
-// the retry budget is spent it returns an [*Error] of Kind [RetrySuppressed]
-// that wraps the last error too. Both are recorded as [EventRetrySuppressed],
-// and waits as [EventBackoff]. A caller that gives up during a wait gets an
+// the retry quota is spent it returns an [*Error] with
+// [OutcomeRetrySuppressed] that wraps the last error too. Both are recorded
+// as an [EventRefuse] numbered with the retry that was not made, and waits as
+// [EventBackoff]. A caller that gives up during a wait gets an
 // error that wraps both its context's cause and the last error.
 //
 // A nil r behaves as the zero Retry. Do allocates what the attempts need (an
@@ -100,20 +95,19 @@ func (r *Retry) Do(ctx context.Context, op *Op, fn func(ctx context.Context) err
 	if op == nil || fn == nil {
 		return misconfigured("Retry.Do needs an Op and a function")
 	}
-	st := stateOf(ctx)
-	if r.Budget != nil {
-		r.Budget.Deposit(time.Now())
+	if r.Quota != nil {
+		r.Quota.Deposit(time.Now())
 	}
 	var last error
 	for n := 1; ; n++ {
 		if n > 1 {
-			if err := r.beforeRetry(ctx, st, op, n, last); err != nil {
+			if err := r.beforeRetry(ctx, op, n, last); err != nil {
 				return err
 			}
 		}
 		called := false
 		var cause error
-		err := op.attempt(ctx, n, func(actx context.Context) error {
+		err := op.run(ctx, runOpts{n: n}, func(actx context.Context) error {
 			called = true
 			err := fn(withAttemptNumber(actx, n))
 			if err != nil && actx.Err() != nil {
@@ -159,36 +153,22 @@ func RetryCall[T any](ctx context.Context, r *Retry, op *Op, fn func(ctx context
 
 // beforeRetry decides whether attempt n may start and waits for it. It
 // returns nil when the attempt should start, or the error that ends the loop.
-func (r *Retry) beforeRetry(ctx context.Context, st *state, op *Op, n int, last error) error {
-	now := time.Now()
+func (r *Retry) beforeRetry(ctx context.Context, op *Op, n int, last error) error {
+	rd := read(ctx)
+	now := rd.now
 	wait, ok := pushback(last)
 	if !ok {
 		wait = r.backoff(n - 1)
 	}
-	remaining, available := time.Duration(0), noDeadline
-	if dl, has := ctx.Deadline(); has {
-		remaining = dl.Sub(now)
-		available = remaining - st.reserveOrZero()
-	}
-	if available != noDeadline {
+	if rd.hasDeadline {
 		// Asked with the present now: a snapshot of the op's estimate dated
 		// in the future would be recomputed by every caller until then.
-		if dec := op.Decide(now, available-wait); !dec.Admit {
-			err := &Error{Stage: op.Name, Kind: Insufficient, Remaining: available,
-				Needed: wait + max(dec.Needed, op.MinUseful), Budget: st.budget(), Err: last}
-			emit(ctx, st, op.Observer, Event{Kind: EventRetrySuppressed, Stage: op.Name, At: now,
-				Remaining: remaining, Needed: err.Needed, Outcome: "insufficient", Attempt: n, Err: err})
-			return err
+		if dec := op.AdmitAt(now, rd.available-wait); !dec.Admit {
+			return suppress(ctx, rd, op, n, OutcomeInsufficient, wait+max(dec.Needed, op.MinUseful), last)
 		}
 	}
-	if r.Budget != nil && !r.Budget.Withdraw(now) {
-		err := &Error{Stage: op.Name, Kind: RetrySuppressed, Budget: st.budget(), Err: last}
-		if available != noDeadline {
-			err.Remaining = available
-		}
-		emit(ctx, st, op.Observer, Event{Kind: EventRetrySuppressed, Stage: op.Name, At: now,
-			Remaining: remaining, Outcome: "retry_budget", Attempt: n, Err: err})
-		return err
+	if r.Quota != nil && !r.Quota.Withdraw(now) {
+		return suppress(ctx, rd, op, n, OutcomeRetrySuppressed, 0, last)
 	}
 	if wait <= 0 {
 		return nil
@@ -201,23 +181,36 @@ func (r *Retry) beforeRetry(ctx context.Context, st *state, op *Op, n int, last 
 		return fmt.Errorf("budget: %s retry abandoned: %w (last error: %w)", op.Name, context.Cause(ctx), last)
 	}
 	end := time.Now()
-	emit(ctx, st, op.Observer, Event{Kind: EventBackoff, Stage: op.Name, At: now, Duration: end.Sub(now),
-		Remaining: remaining, Attempt: n})
+	emit(ctx, rd.st, op.Observer, Event{Kind: EventBackoff, Stage: op.Name, At: now, Duration: end.Sub(now),
+		Remaining: rd.remaining, Attempt: n})
 	return nil
+}
+
+// suppress records that retry (or hedge) n of op was not made, for lack of
+// time or of retry quota, and returns the error that says so, wrapping the
+// last attempt's error.
+func suppress(ctx context.Context, rd reading, op *Op, n int, why Outcome, needed time.Duration, last error) error {
+	err := &Error{Stage: op.Name, Outcome: why, Needed: needed, Budget: rd.st.budget(), Err: last}
+	if rd.hasDeadline {
+		err.Remaining = rd.available
+	}
+	emit(ctx, rd.st, op.Observer, Event{Kind: EventRefuse, Stage: op.Name, At: rd.now,
+		Remaining: rd.remaining, Needed: needed, Outcome: why, Attempt: n, Err: err})
+	return err
 }
 
 func (r *Retry) maxAttempts() int {
 	if r.MaxAttempts > 0 {
 		return r.MaxAttempts
 	}
-	return DefaultMaxAttempts
+	return defaultMaxAttempts
 }
 
 // retryable applies the rules no policy overrides, then r.Retryable.
 func (r *Retry) retryable(ctx context.Context, err, cause error) bool {
 	switch {
 	case ctx.Err() != nil, // the caller's budget expired, or the caller gave up
-		errors.Is(cause, ErrBudgetExpired), // our deadline, less reserve, fired: the next attempt has less
+		errors.Is(cause, ErrExpired), // our deadline, less reserve, fired: the next attempt has less
 		IsPermanent(err),
 		errors.Is(err, ErrInsufficient),
 		errors.Is(err, context.Canceled):
@@ -233,21 +226,21 @@ func (r *Retry) backoff(k int) time.Duration {
 	case base < 0:
 		return 0
 	case base == 0:
-		base = DefaultBackoff
+		base = defaultBackoff
 	}
 	ceil := r.MaxBackoff
 	if ceil <= 0 {
-		ceil = DefaultMaxBackoff
+		ceil = defaultMaxBackoff
 	}
 	mult := r.Multiplier
 	if mult < 1 {
-		mult = DefaultMultiplier
+		mult = defaultMultiplier
 	}
 	d := min(float64(base)*math.Pow(mult, float64(k-1)), float64(ceil))
 	j := r.Jitter
 	switch {
 	case j == 0:
-		j = DefaultJitter
+		j = defaultJitter
 	case j > 1:
 		j = 1
 	}
@@ -255,23 +248,4 @@ func (r *Retry) backoff(k int) time.Duration {
 		d *= 1 + j*(2*rand.Float64()-1)
 	}
 	return time.Duration(d)
-}
-
-type attemptKey struct{}
-
-// withAttemptNumber returns ctx marked as attempt n.
-func withAttemptNumber(ctx context.Context, n int) context.Context {
-	return context.WithValue(ctx, attemptKey{}, n)
-}
-
-// AttemptNumber returns the number of the attempt ctx belongs to, counted
-// from 1 within a [Retry] loop or a [Hedge] (the hedge is attempt 2), so that
-// the wire layer can tell a server which attempt it sees (as gRPC's
-// grpc-previous-rpc-attempts and Envoy's x-envoy-attempt-count do) and a
-// server can see a retry storm. It returns 0 when ctx belongs to no such
-// attempt, which callers should treat as a first attempt. It costs one
-// context value lookup.
-func AttemptNumber(ctx context.Context) int {
-	n, _ := ctx.Value(attemptKey{}).(int)
-	return n
 }

@@ -110,7 +110,7 @@ func TestRetryBackoffIsExponentialCappedAndJittered(t *testing.T) {
 			op := &budget.Op{Name: "dep", Observer: rec}
 			_ = r.Do(context.Background(), op, func(context.Context) error { return errors.New("down") })
 			nominal := []time.Duration{100, 300, 500, 500, 500}
-			spread := map[float64]float64{-1: 0, 0: budget.DefaultJitter, 0.5: 0.5}[jitter]
+			spread := map[float64]float64{-1: 0, 0: 0.2, 0.5: 0.5}[jitter]
 			got := rec.of(budget.EventBackoff)
 			if len(got) != len(nominal) {
 				t.Fatalf("jitter %v: %d backoffs, want %d", jitter, len(got), len(nominal))
@@ -248,20 +248,20 @@ func TestRetryBudgetSuppressesRetries(t *testing.T) {
 		rec := &recorder{}
 		ctx, cancel := budget.Config{Observer: rec}.Start(context.Background(), time.Second)
 		defer cancel()
-		rb := &budget.RetryBudget{MinPerSecond: -1, Ratio: 0.5}
-		r := &budget.Retry{Budget: rb, Backoff: -1, MaxAttempts: 10}
+		rb := &budget.RetryQuota{MinPerSecond: -1, Ratio: 0.5}
+		r := &budget.Retry{Quota: rb, Backoff: -1, MaxAttempts: 10}
 		errDown := errors.New("down")
 		attempts := 0
 		err := r.Do(ctx, &budget.Op{Name: "dep"}, func(context.Context) error { attempts++; return errDown })
 		// One request deposits half a retry: not enough for one.
 		var be *budget.Error
-		if attempts != 1 || !errors.As(err, &be) || be.Kind != budget.RetrySuppressed || !errors.Is(err, errDown) {
+		if attempts != 1 || !errors.As(err, &be) || be.Outcome != budget.OutcomeRetrySuppressed || !errors.Is(err, errDown) {
 			t.Fatalf("attempts %d, err %v: want the retry suppressed, wrapping the last error", attempts, err)
 		}
 		if errors.Is(err, budget.ErrInsufficient) {
 			t.Fatal("a suppressed retry is not a lack of time")
 		}
-		if got := rec.of(budget.EventRetrySuppressed); len(got) != 1 || got[0].Outcome != "retry_budget" || rb.Suppressed() != 1 {
+		if got := rec.of(budget.EventRefuse); len(got) != 1 || got[0].Outcome != budget.OutcomeRetrySuppressed || rb.Suppressed() != 1 {
 			t.Fatalf("suppressed events %v, counter %d", got, rb.Suppressed())
 		}
 		attempts = 0
@@ -297,7 +297,7 @@ func TestNilRetryIsTheZeroPolicy(t *testing.T) {
 			attempts++
 			return errors.New("down")
 		})
-		if err == nil || attempts != budget.DefaultMaxAttempts {
+		if err == nil || attempts != 3 {
 			t.Fatalf("attempts %d, err %v", attempts, err)
 		}
 	})

@@ -100,14 +100,14 @@ func TestSeedQueueAttemptAndBackoffLeaveFifteenHundredthsThenRefuse(t *testing.T
 			t.Fatalf("err = %v, want a refusal that is not an expiry", err)
 		}
 		var be *budget.Error
-		if !errors.As(err, &be) || be.Stage != "inventory" || be.Kind != budget.Insufficient || !errors.Is(err, errUnavailable) {
+		if !errors.As(err, &be) || be.Stage != "inventory" || be.Outcome != budget.OutcomeInsufficient || !errors.Is(err, errUnavailable) {
 			t.Fatalf("err = %#v: want an *Error naming inventory and wrapping the last error", err)
 		}
 		if got := time.Since(start); got != 750*time.Millisecond {
 			t.Fatalf("returned at %v, want 750ms: the refused retry must not sleep", got)
 		}
 		want := []budget.EventKind{budget.EventQueue, budget.EventAttempt, budget.EventBackoff,
-			budget.EventAttempt, budget.EventRetrySuppressed}
+			budget.EventAttempt, budget.EventRefuse}
 		if got := kinds(budget.LedgerFrom(ctx)); !slices.Equal(got, want) {
 			t.Fatalf("ledger %v, want %v", got, want)
 		}
@@ -154,10 +154,10 @@ func TestSeedLadderDeclinesTheExpensiveRungAndTheCacheAnswers(t *testing.T) {
 		if got := time.Since(start); got != 340*time.Millisecond {
 			t.Fatalf("answered at %v, want 340ms", got)
 		}
-		want := []budget.RungStatus{budget.RungFailed, budget.RungDeclined, budget.RungAnswered}
+		want := []budget.Outcome{budget.OutcomeFailed, budget.OutcomeInsufficient, budget.OutcomeOK}
 		for i, r := range res.Rungs {
-			if r.Status != want[i] {
-				t.Errorf("rung %s: %v, want %v", r.Name, r.Status, want[i])
+			if r.Outcome != want[i] {
+				t.Errorf("rung %s: %v, want %v", r.Name, r.Outcome, want[i])
 			}
 		}
 		if !errors.Is(res.Rungs[0].Err, errPrimary) || !errors.Is(res.Rungs[1].Err, budget.ErrInsufficient) {
@@ -165,7 +165,7 @@ func TestSeedLadderDeclinesTheExpensiveRungAndTheCacheAnswers(t *testing.T) {
 		}
 		var skip, fallback bool
 		for _, ev := range budget.LedgerFrom(ctx).Events() {
-			skip = skip || ev.Kind == budget.EventSkip && ev.Stage == "geometry" && ev.Outcome == "insufficient" &&
+			skip = skip || ev.Kind == budget.EventRefuse && ev.Stage == "geometry" && ev.Outcome == budget.OutcomeInsufficient &&
 				ev.Remaining == 700*time.Millisecond && ev.Needed == 2*time.Second
 			fallback = fallback || ev.Kind == budget.EventFallback && ev.Stage == "cache"
 		}
@@ -182,8 +182,8 @@ func TestSeedLadderDeclinesTheExpensiveRungAndTheCacheAnswers(t *testing.T) {
 		if err == nil || v != "" || res.Answered != -1 {
 			t.Fatalf("without admission: %q, answered by %d, err %v; want a failure", v, res.Answered, err)
 		}
-		if !errors.Is(err, context.DeadlineExceeded) || res.Rungs[1].Status != budget.RungTimedOut {
-			t.Fatalf("err %v, geometry %v: want the geometry rung to have timed out", err, res.Rungs[1].Status)
+		if !errors.Is(err, context.DeadlineExceeded) || res.Rungs[1].Outcome != budget.OutcomeExpired {
+			t.Fatalf("err %v, geometry %v: want the geometry rung to have timed out", err, res.Rungs[1].Outcome)
 		}
 		if got := time.Since(start); got != time.Second {
 			t.Fatalf("failed at %v, want the whole 1s spent", got)

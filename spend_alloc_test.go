@@ -15,10 +15,10 @@ func TestSpendingPolicyAllocations(t *testing.T) {
 	ctx, cancel := budget.Start(context.Background(), time.Hour)
 	defer cancel()
 	op := &budget.Op{Name: "dep", Cap: time.Second}
-	retry := &budget.Retry{Budget: &budget.RetryBudget{}}
+	retry := &budget.Retry{Quota: &budget.RetryQuota{}}
 	hedge := &budget.Hedge{}
 	unmeasured := &budget.Op{Name: "new", Cap: time.Second, MinSamples: math.MaxInt} // never hedges
-	rb := &budget.RetryBudget{}
+	rb := &budget.RetryQuota{}
 	q := &budget.Queue[int]{Target: -1} // no sojourn bound: a stalled test must not shed the item
 	bg := context.Background()
 	now := time.Now()

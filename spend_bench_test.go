@@ -72,7 +72,7 @@ func BenchmarkRetrySuccess(b *testing.B) {
 	ctx, cancel := budget.Start(context.Background(), time.Hour)
 	defer cancel()
 	op := &budget.Op{Name: "dep", Cap: time.Second}
-	r := &budget.Retry{Budget: &budget.RetryBudget{}}
+	r := &budget.Retry{Quota: &budget.RetryQuota{}}
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := r.Do(ctx, op, succeed); err != nil {
@@ -114,7 +114,7 @@ func BenchmarkBaselineTimeoutCall(b *testing.B) {
 // BenchmarkRetryBudgetParallel is a deposit and a withdrawal from many
 // goroutines sharing one retry budget.
 func BenchmarkRetryBudgetParallel(b *testing.B) {
-	rb := &budget.RetryBudget{}
+	rb := &budget.RetryQuota{}
 	now := time.Now()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

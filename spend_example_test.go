@@ -55,12 +55,12 @@ func ExampleLadder_Do() {
 	answer, res, err := ladder.Do(ctx)
 	fmt.Println(answer, err)
 	for _, r := range res.Rungs {
-		fmt.Printf("%s: %s\n", r.Name, r.Status)
+		fmt.Printf("%s: %s\n", r.Name, r.Outcome)
 	}
 	// Output:
 	// cached boundary <nil>
-	// geometry: declined
-	// cache: answered
+	// geometry: insufficient
+	// cache: ok
 }
 
 func ExampleGather_Do() {
@@ -82,13 +82,13 @@ func ExampleGather_Do() {
 	res, err := page.Do(ctx)
 	fmt.Println("err:", err, "incomplete:", res.Incomplete, "stragglers:", res.Stragglers)
 	for _, b := range res.Branches {
-		fmt.Printf("%s: %s %q\n", b.Name, b.Status, b.Value)
+		fmt.Printf("%s: %s %q\n", b.Name, b.Outcome, b.Value)
 	}
 	// Output:
 	// err: <nil> incomplete: true stragglers: 1
-	// profile: done "alice"
-	// recommendations: done "3 books"
-	// ads: timed out ""
+	// profile: ok "alice"
+	// recommendations: ok "3 books"
+	// ads: expired ""
 }
 
 func ExampleQueue() {

@@ -15,11 +15,11 @@ func hang(ctx context.Context) error {
 }
 
 // kinds returns the kinds of the ledger's events, in order, leaving out
-// arrivals and admissions.
+// arrivals.
 func kinds(l *budget.Ledger) []budget.EventKind {
 	var out []budget.EventKind
 	for _, ev := range l.Events() {
-		if ev.Kind != budget.EventArrival && ev.Kind != budget.EventAdmit {
+		if ev.Kind != budget.EventArrival {
 			out = append(out, ev.Kind)
 		}
 	}

@@ -3,51 +3,27 @@ package budget
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 )
 
-// DefaultMaxSteps bounds the iterations of a [Steps] loop whose Max is zero.
-const DefaultMaxSteps = 100
+// defaultMaxSteps bounds the iterations of a [Steps] loop whose Max is zero.
+const defaultMaxSteps = 100
 
 // ErrStepLimit is returned by [Steps.Run] when the loop made Max steps
 // without finishing.
 var ErrStepLimit = errors.New("budget: step limit reached")
-
-// StopReason says why a [Steps] loop stopped.
-type StopReason uint8
-
-// Why a loop stops.
-const (
-	StopDone     StopReason = iota + 1 // a step reported the work finished
-	StopBudget                         // too little time left for another step: a partial result
-	StopExpired                        // a step ran out of time (its Cap, or the budget)
-	StopMaxSteps                       // the iteration bound was reached
-	StopFailed                         // a step returned an error of its own
-	StopCanceled                       // the caller gave up
-)
-
-var stopNames = [...]string{"", "done", "budget exhausted", "deadline exceeded", "step limit", "step failed", "canceled"}
-
-// String returns the reason in words, such as "budget exhausted".
-func (r StopReason) String() string {
-	if r > 0 && int(r) < len(stopNames) {
-		return stopNames[r]
-	}
-	return "stop reason(" + strconv.Itoa(int(r)) + ")"
-}
 
 // Steps is a step loop for agent-style work: a model decides the next step,
 // a tool runs it, and so on until the work is done. Latency per step is high
 // and variable, and the number of steps is not known in advance, so the loop
 // spends the request's budget: each step's timeout is min(Cap, remaining less
 // reserve), and the loop stops with a partial result and a reason as soon as
-// the time available is at or below Min, instead of starting a step it cannot
-// finish. Max bounds the iterations whatever the clock says, which also bounds
+// the time available is at or below MinUseful, instead of starting a step it
+// cannot finish. Max bounds the iterations whatever the clock says, which also bounds
 // the spend on a paid model.
 //
 // The zero value is usable: no per-step cap, a stop when nothing is left, and
-// at most DefaultMaxSteps steps. A Steps holds configuration only and is safe
+// at most 100 steps. A Steps holds configuration only and is safe
 // for concurrent use.
 type Steps struct {
 	// Stage names the loop's steps in the ledger and errors. Empty means
@@ -56,11 +32,12 @@ type Steps struct {
 	// Cap bounds one step. Zero means no cap: a step may use all the time
 	// available.
 	Cap time.Duration
-	// Min is the minimum step: the loop stops when the time available is at
-	// or below it. Zero stops only when nothing is left. Keep it below Cap:
-	// a step capped at or below the minimum is never started.
-	Min time.Duration
-	// Max bounds the number of steps. Zero (or less) means DefaultMaxSteps.
+	// MinUseful is the least time worth starting a step with: the loop stops
+	// when the time available is at or below it. Zero stops only when
+	// nothing is left. Keep it below Cap: a step capped at or below it is
+	// never started.
+	MinUseful time.Duration
+	// Max bounds the number of steps. Zero (or less) means 100.
 	Max int
 }
 
@@ -68,21 +45,26 @@ type Steps struct {
 type StepsResult struct {
 	// Steps is the number of steps that ran, the last included.
 	Steps int
-	// Reason says why the loop stopped.
-	Reason StopReason
+	// Outcome says why the loop stopped: [OutcomeOK] when a step reported
+	// the work done, [OutcomeInsufficient] when too little time was left for
+	// another step (a partial result), [OutcomeExpired] when a step ran out
+	// of time, [OutcomeLimit] when Max steps were made, [OutcomeFailed] when
+	// a step returned an error of its own, [OutcomeCanceled] when the caller
+	// gave up.
+	Outcome Outcome
 }
 
 // Run calls step with n = 1, 2, ... until it reports done, fails, or the loop
 // must stop. Each call gets a context from [Attempt]: its deadline is
 // min(now+Cap, deadline-reserve). The partial result is whatever step has
 // accumulated in the caller's own variables; the result says how many steps
-// ran and why the loop stopped. The error is nil only for StopDone; it is an
-// [*Error] matching [ErrInsufficient] for StopBudget (the time available was
-// at or below the minimum step), an [*Error] matching
-// [context.DeadlineExceeded] and wrapping step's error for StopExpired,
-// [ErrStepLimit] for StopMaxSteps, step's error for StopFailed, and the
-// caller's context error for StopCanceled. Each step is recorded in the
-// ledger as an [EventAttempt] numbered n; a refusal as an [EventRefuse].
+// ran and why the loop stopped. The error is nil only for [OutcomeOK]; it is
+// an [*Error] matching [ErrInsufficient] when the time available was at or
+// below MinUseful, an [*Error] matching [context.DeadlineExceeded] and
+// wrapping step's error when a step ran out of time, [ErrStepLimit] when Max
+// steps were made, step's error when it failed, and an error matching the
+// caller's context error when the caller gave up. Each step is recorded in
+// the ledger as an [EventAttempt] numbered n; a refusal as an [EventRefuse].
 func (s Steps) Run(ctx context.Context, step func(ctx context.Context, n int) (done bool, err error)) (StepsResult, error) {
 	if step == nil {
 		return StepsResult{}, misconfigured("Steps.Run needs a step function")
@@ -93,56 +75,37 @@ func (s Steps) Run(ctx context.Context, step func(ctx context.Context, n int) (d
 	}
 	limit := s.Max
 	if limit <= 0 {
-		limit = DefaultMaxSteps
+		limit = defaultMaxSteps
 	}
-	st := stateOf(ctx)
 	for n := 1; ; n++ {
 		if n > limit {
-			return StepsResult{Steps: n - 1, Reason: StopMaxSteps}, ErrStepLimit
+			return StepsResult{Steps: n - 1, Outcome: OutcomeLimit}, ErrStepLimit
 		}
-		actx, cancel, err := Attempt(ctx, stage, s.Cap, s.Min)
+		actx, cancel, err := Attempt(ctx, stage, s.Cap, s.MinUseful)
 		if err != nil {
 			cancel()
-			reason := StopCanceled
-			switch {
-			case errors.Is(err, ErrInsufficient):
-				reason = StopBudget
-			case errors.Is(err, context.DeadlineExceeded):
-				reason = StopExpired
-			}
-			return StepsResult{Steps: n - 1, Reason: reason}, err
+			var be *Error
+			errors.As(err, &be)
+			return StepsResult{Steps: n - 1, Outcome: be.Outcome}, err
 		}
-		start := time.Now()
-		remaining := time.Duration(0)
-		if dl, ok := ctx.Deadline(); ok {
-			remaining = dl.Sub(start)
-		}
+		r := read(ctx)
 		done, err := step(actx, n)
-		outcome, timedOut := OutcomeOK, false
-		if err != nil {
-			outcome = OutcomeError
-			if actx.Err() != nil {
-				timedOut = errors.Is(context.Cause(actx), context.DeadlineExceeded)
-				outcome = OutcomeCanceled
-				if timedOut {
-					outcome = OutcomeTimeout
-				}
-			}
-		}
+		outcome := classify(actx, err, nil)
 		cancel()
-		emit(ctx, st, nil, Event{Kind: EventAttempt, Stage: stage, At: start, Duration: time.Since(start),
-			Remaining: remaining, Outcome: outcome, Attempt: n, Err: err})
+		elapsed := time.Since(r.now)
+		emit(ctx, r.st, nil, Event{Kind: EventAttempt, Stage: stage, At: r.now, Duration: elapsed,
+			Remaining: r.remaining, Outcome: outcome, Attempt: n, Err: err})
 		switch {
-		case err == nil && done:
-			return StepsResult{Steps: n, Reason: StopDone}, nil
-		case err == nil:
+		case outcome == OutcomeOK && done:
+			return StepsResult{Steps: n, Outcome: OutcomeOK}, nil
+		case outcome == OutcomeOK:
 			continue
 		case ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded):
-			return StepsResult{Steps: n, Reason: StopCanceled}, err
-		case timedOut:
-			return StepsResult{Steps: n, Reason: StopExpired}, &Error{Stage: stage, Kind: Expired,
-				Remaining: remaining - st.reserveOrZero() - time.Since(start), Budget: st.budget(), Err: err}
+			return StepsResult{Steps: n, Outcome: OutcomeCanceled}, err
+		case outcome == OutcomeExpired:
+			return StepsResult{Steps: n, Outcome: OutcomeExpired}, &Error{Stage: stage, Outcome: OutcomeExpired,
+				Remaining: r.available - elapsed, Budget: r.st.budget(), Err: err}
 		}
-		return StepsResult{Steps: n, Reason: StopFailed}, err
+		return StepsResult{Steps: n, Outcome: OutcomeFailed}, err
 	}
 }

@@ -20,7 +20,7 @@ func TestStepsSpendTheBudgetAndStopWithAPartialResult(t *testing.T) {
 		defer cancel()
 		var timeouts []time.Duration
 		var facts []int // the partial result
-		res, err := budget.Steps{Cap: 500 * time.Millisecond, Min: 250 * time.Millisecond}.Run(ctx,
+		res, err := budget.Steps{Cap: 500 * time.Millisecond, MinUseful: 250 * time.Millisecond}.Run(ctx,
 			func(ctx context.Context, n int) (bool, error) {
 				dl, _ := ctx.Deadline()
 				timeouts = append(timeouts, time.Until(dl))
@@ -32,7 +32,7 @@ func TestStepsSpendTheBudgetAndStopWithAPartialResult(t *testing.T) {
 		if !slices.Equal(timeouts, want) {
 			t.Fatalf("step timeouts %v, want %v", timeouts, want)
 		}
-		if res.Reason != budget.StopBudget || res.Steps != 4 || len(facts) != 4 || !errors.Is(err, budget.ErrInsufficient) {
+		if res.Outcome != budget.OutcomeInsufficient || res.Steps != 4 || len(facts) != 4 || !errors.Is(err, budget.ErrInsufficient) {
 			t.Fatalf("result %+v err %v", res, err)
 		}
 		var steps int
@@ -54,25 +54,25 @@ func TestStepsStopReasons(t *testing.T) {
 		name    string
 		steps   budget.Steps
 		step    func(ctx context.Context, n int) (bool, error)
-		reason  budget.StopReason
+		reason  budget.Outcome
 		n       int
 		wantErr error
 	}{
 		{"done", budget.Steps{}, func(_ context.Context, n int) (bool, error) { return n == 3, nil },
-			budget.StopDone, 3, nil},
+			budget.OutcomeOK, 3, nil},
 		{"iteration bound", budget.Steps{Max: 5}, func(context.Context, int) (bool, error) { return false, nil },
-			budget.StopMaxSteps, 5, budget.ErrStepLimit},
+			budget.OutcomeLimit, 5, budget.ErrStepLimit},
 		{"default bound", budget.Steps{}, func(context.Context, int) (bool, error) { return false, nil },
-			budget.StopMaxSteps, budget.DefaultMaxSteps, budget.ErrStepLimit},
+			budget.OutcomeLimit, 100, budget.ErrStepLimit},
 		{"failed", budget.Steps{}, func(_ context.Context, n int) (bool, error) {
 			if n == 2 {
 				return false, errTool
 			}
 			return false, nil
-		}, budget.StopFailed, 2, errTool},
+		}, budget.OutcomeFailed, 2, errTool},
 		{"step cap", budget.Steps{Cap: 100 * time.Millisecond}, func(ctx context.Context, _ int) (bool, error) {
 			return false, hang(ctx)
-		}, budget.StopExpired, 1, context.DeadlineExceeded},
+		}, budget.OutcomeExpired, 1, context.DeadlineExceeded},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,7 +81,7 @@ func TestStepsStopReasons(t *testing.T) {
 				ctx, cancel := budget.Start(context.Background(), time.Hour)
 				defer cancel()
 				res, err := tc.steps.Run(ctx, tc.step)
-				if res.Reason != tc.reason || res.Steps != tc.n || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+				if res.Outcome != tc.reason || res.Steps != tc.n || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
 					t.Fatalf("result %+v err %v; want %v after %d steps, err %v", res, err, tc.reason, tc.n, tc.wantErr)
 				}
 			})
@@ -98,21 +98,25 @@ func TestStepsStopReasons(t *testing.T) {
 				}
 				return false, nil
 			})
-			if res.Reason != budget.StopCanceled || !errors.Is(err, context.Canceled) {
+			if res.Outcome != budget.OutcomeCanceled || !errors.Is(err, context.Canceled) {
 				t.Fatalf("result %+v err %v", res, err)
 			}
 		})
 	})
 }
-func TestStatusStrings(t *testing.T) {
+func TestOutcomeStrings(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ got, want string }{
-		{budget.RungDeclined.String(), "declined"},
-		{budget.RungStatus(42).String(), "rung status(42)"},
-		{budget.BranchTimedOut.String(), "timed out"},
-		{budget.BranchStatus(42).String(), "branch status(42)"},
-		{budget.StopBudget.String(), "budget exhausted"},
-		{budget.StopReason(0).String(), "stop reason(0)"},
+		{budget.OutcomeNone.String(), "none"},
+		{budget.OutcomeOK.String(), "ok"},
+		{budget.OutcomeFailed.String(), "failed"},
+		{budget.OutcomeExpired.String(), "expired"},
+		{budget.OutcomeCanceled.String(), "canceled"},
+		{budget.OutcomeInsufficient.String(), "insufficient"},
+		{budget.OutcomeShed.String(), "shed"},
+		{budget.OutcomeRetrySuppressed.String(), "retry_suppressed"},
+		{budget.OutcomeLimit.String(), "limit"},
+		{budget.Outcome(42).String(), "outcome(42)"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("String() = %q, want %q", tc.got, tc.want)

@@ -19,13 +19,13 @@ type BudgetConfig struct {
 	// timeout); zero leaves the request's budget alone to bound a call.
 	Cap time.Duration
 	// Window is the length of each of the estimator's two rotating windows;
-	// zero means budget.DefaultWindow.
+	// zero means one second, the estimator's default.
 	Window time.Duration
 	// ProbeEvery is the interval between probe calls while the estimate
-	// refuses calls; zero means budget.DefaultProbeEvery.
+	// refuses calls; zero means the op's default (500 ms).
 	ProbeEvery time.Duration
 	// Threshold is the probability of finishing in time required to call;
-	// zero means budget.DefaultThreshold.
+	// zero means the op's default (0.5).
 	Threshold float64
 }
 

@@ -35,7 +35,7 @@ import (
 //     deadline as Request-Timeout-Ms and Request-Deadline.
 //
 // A CANCELLED that arrives after the call's deadline has passed is reported
-// as DEADLINE_EXCEEDED (see [Code]); that and every DEADLINE_EXCEEDED ending a
+// as DEADLINE_EXCEEDED (see [CodeOf]); that and every DEADLINE_EXCEEDED ending a
 // call with a deadline also match [context.DeadlineExceeded], as an expiry
 // of the budget. It makes no retries of its own. Calls without a deadline are sent unchanged
 // (through the op, when there is one).
@@ -142,7 +142,7 @@ func (c *client) outgoing(ctx context.Context, method string) (context.Context, 
 	var cancel context.CancelFunc
 	if c.cfg.transit > 0 {
 		deadline = deadline.Add(-c.cfg.transit)
-		ctx, cancel = context.WithDeadlineCause(ctx, deadline, budget.ErrBudgetExpired)
+		ctx, cancel = context.WithDeadlineCause(ctx, deadline, budget.ErrExpired)
 	}
 	if c.cfg.metadata {
 		var tbuf, dbuf [24]byte
@@ -176,7 +176,7 @@ func (c *client) result(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	if _, ok := ctx.Deadline(); ok && Code(ctx, err) == codes.DeadlineExceeded &&
+	if _, ok := ctx.Deadline(); ok && CodeOf(ctx, err) == codes.DeadlineExceeded &&
 		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, budget.ErrInsufficient) {
 		return newExpiry(err)
 	}

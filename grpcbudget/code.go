@@ -12,7 +12,7 @@ import (
 	"github.com/timebudget/budget/wire"
 )
 
-// Code maps an error to the gRPC status code a server should answer with, or a
+// CodeOf maps an error to the gRPC status code a server should answer with, or a
 // client should report. It is the one place this package maps errors to codes:
 //
 //   - nil is OK;
@@ -40,9 +40,9 @@ import (
 // after the caller left. The status message tells the two apart for a
 // reader ("not started: too little time left").
 //
-// Code does not allocate for errors of this module, the budget package or
+// CodeOf does not allocate for errors of this module, the budget package or
 // grpc-go's status package.
-func Code(ctx context.Context, err error) codes.Code {
+func CodeOf(ctx context.Context, err error) codes.Code {
 	if err == nil {
 		return codes.OK
 	}
@@ -156,14 +156,14 @@ func (e *expiry) GRPCStatus() *status.Status { return e.st }
 // Is reports whether target is context.DeadlineExceeded.
 func (e *expiry) Is(target error) bool { return target == context.DeadlineExceeded }
 
-// toStatus returns err as an error carrying the status code [Code] gives it.
+// toStatus returns err as an error carrying the status code [CodeOf] gives it.
 // Errors that already carry that code are returned unchanged; a cancellation
 // reported as DEADLINE_EXCEEDED becomes an [expiry].
 func toStatus(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	code := Code(ctx, err)
+	code := CodeOf(ctx, err)
 	if c, ok := statusCode(err); ok && c == code {
 		return err
 	}

@@ -32,9 +32,9 @@ func TestCode(t *testing.T) {
 		{live, wire.ErrExpired, codes.DeadlineExceeded},
 		{live, wire.ErrShed, codes.DeadlineExceeded},
 		{live, budget.ErrInsufficient, codes.DeadlineExceeded},
-		{live, &budget.Error{Kind: budget.Insufficient}, codes.DeadlineExceeded},
-		{live, &budget.Error{Kind: budget.Expired}, codes.DeadlineExceeded},
-		{live, fmt.Errorf("wrapped: %w", &budget.Error{Kind: budget.Shed}), codes.DeadlineExceeded},
+		{live, &budget.Error{Outcome: budget.OutcomeInsufficient}, codes.DeadlineExceeded},
+		{live, &budget.Error{Outcome: budget.OutcomeExpired}, codes.DeadlineExceeded},
+		{live, fmt.Errorf("wrapped: %w", &budget.Error{Outcome: budget.OutcomeShed}), codes.DeadlineExceeded},
 		{live, status.Error(codes.NotFound, "x"), codes.NotFound},
 		{live, fmt.Errorf("wrapped: %w", status.Error(codes.Unavailable, "x")), codes.Unavailable},
 		{live, context.Canceled, codes.Canceled},
@@ -46,8 +46,8 @@ func TestCode(t *testing.T) {
 		{past, errors.New("boom"), codes.Unknown},
 	}
 	for _, tc := range cases {
-		if got := grpcbudget.Code(tc.ctx, tc.err); got != tc.want {
-			t.Errorf("Code(%v) = %v, want %v", tc.err, got, tc.want)
+		if got := grpcbudget.CodeOf(tc.ctx, tc.err); got != tc.want {
+			t.Errorf("CodeOf(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }
@@ -57,12 +57,12 @@ func TestCodeAllocations(t *testing.T) {
 	for _, err := range []error{
 		status.Error(codes.NotFound, "x"),
 		fmt.Errorf("wrapped: %w", status.Error(codes.NotFound, "x")),
-		&budget.Error{Kind: budget.Insufficient},
+		&budget.Error{Outcome: budget.OutcomeInsufficient},
 		context.Canceled,
 		wire.ErrShed,
 	} {
-		if n := testing.AllocsPerRun(100, func() { grpcbudget.Code(ctx, err) }); n != 0 {
-			t.Errorf("Code(%v) allocates %v times", err, n)
+		if n := testing.AllocsPerRun(100, func() { grpcbudget.CodeOf(ctx, err) }); n != 0 {
+			t.Errorf("CodeOf(%v) allocates %v times", err, n)
 		}
 	}
 }

@@ -19,7 +19,7 @@
 // [budget.Op] on either side, so a method whose measured latency cannot fit
 // in what is left is refused before it starts.
 //
-// [Code] maps errors to status codes, in one place. Refusals for lack of time
+// [CodeOf] maps errors to status codes, in one place. Refusals for lack of time
 // and expiries are DEADLINE_EXCEEDED, malformed deadline values under a strict
 // policy INVALID_ARGUMENT, and a CANCELLED that comes after the deadline has
 // passed is reported as DEADLINE_EXCEEDED.

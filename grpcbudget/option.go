@@ -83,7 +83,7 @@ func WithObserver(o budget.Observer) ServerOption {
 }
 
 // WithLedgerCapacity bounds the events each call's ledger keeps; see
-// [budget.Config]. The default is [budget.DefaultLedgerCapacity]; a negative
+// [budget.Config]. The default is 64 events; a negative
 // value disables the ledger.
 func WithLedgerCapacity(n int) ServerOption {
 	return serverOption(func(c *serverConfig) { c.ledgerCap = n })

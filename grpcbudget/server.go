@@ -2,6 +2,7 @@ package grpcbudget
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"google.golang.org/grpc"
@@ -42,12 +43,13 @@ import (
 // call with INTERNAL first.
 //
 // Errors the handler returns without a gRPC status are given one with
-// [Code]; a CANCELLED returned after the budget's deadline becomes
+// [CodeOf]; a CANCELLED returned after the budget's deadline becomes
 // DEADLINE_EXCEEDED. Calls for which the policy sets no deadline run the
 // handler with its context unchanged. The attempt number a client sends as
 // request-attempt metadata is recorded on the arrival event. Skewed and malformed values are
 // reported to the observer as [budget.EventSkew] and [budget.EventMalformed],
-// refusals as [budget.EventShed].
+// refusals as [budget.EventRefuse] with [budget.OutcomeShed] or
+// [budget.OutcomeExpired].
 func UnaryServerInterceptor(opts ...ServerOption) grpc.UnaryServerInterceptor {
 	s := newServer(opts)
 	return s.unary
@@ -169,7 +171,7 @@ func (s *server) arrive(ctx context.Context, method string) (context.Context, co
 		}
 		if dec.Malformed > 0 {
 			o.Observe(ctx, budget.Event{Kind: budget.EventMalformed, Stage: stage, At: now,
-				Outcome: dec.MalformedFrom.String(), Err: err})
+				Err: malformedErr(dec, err)})
 		}
 	}
 	if err != nil {
@@ -188,21 +190,34 @@ func (s *server) arrive(ctx context.Context, method string) (context.Context, co
 
 const grpcTimeoutKey = "grpc-timeout"
 
+// malformedErr is the error of a malformed-header event: the policy's own
+// error under a strict policy, and one naming the headers otherwise.
+func malformedErr(dec wire.Decision, err error) error {
+	if err != nil {
+		return err
+	}
+	return errors.New("grpcbudget: malformed deadline header ignored: " + dec.MalformedFrom.String())
+}
+
 // refuse builds the error of a call the policy refused on arrival.
 func (s *server) refuse(ctx context.Context, stage string, now time.Time, min time.Duration, dec wire.Decision, err error) error {
 	if o := s.cfg.observer; o != nil && dec.Reason != wire.ReasonMalformed {
-		o.Observe(ctx, budget.Event{Kind: budget.EventShed, Stage: stage, At: now,
-			Remaining: dec.Remaining, Outcome: dec.Reason.String(), Err: err})
+		outcome := budget.OutcomeShed
+		if dec.Reason == wire.ReasonExpired {
+			outcome = budget.OutcomeExpired
+		}
+		o.Observe(ctx, budget.Event{Kind: budget.EventRefuse, Stage: stage, At: now,
+			Remaining: dec.Remaining, Outcome: outcome, Err: err})
 	}
 	switch dec.Reason {
 	case wire.ReasonMalformed:
 		return &codedError{code: codes.InvalidArgument, err: err}
 	case wire.ReasonExpired:
 		return &codedError{code: codes.DeadlineExceeded,
-			err: &budget.Error{Stage: stage, Kind: budget.Expired, Remaining: dec.Remaining, Err: err}}
+			err: &budget.Error{Stage: stage, Outcome: budget.OutcomeExpired, Remaining: dec.Remaining, Err: err}}
 	default:
 		return &codedError{code: codes.DeadlineExceeded,
-			err: &budget.Error{Stage: stage, Kind: budget.Shed, Remaining: dec.Remaining, Needed: min}}
+			err: &budget.Error{Stage: stage, Outcome: budget.OutcomeShed, Remaining: dec.Remaining, Needed: min}}
 	}
 }
 

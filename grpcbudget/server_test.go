@@ -197,7 +197,11 @@ func TestServerObserver(t *testing.T) {
 	var kinds []string
 	obs := budget.ObserverFunc(func(_ context.Context, ev budget.Event) {
 		mu.Lock()
-		kinds = append(kinds, ev.Kind.String()+":"+ev.Outcome)
+		k := ev.Kind.String() + ":" + ev.Outcome.String()
+		if ev.Kind == budget.EventMalformed && ev.Err != nil {
+			k += ":" + ev.Err.Error()
+		}
+		kinds = append(kinds, k)
 		mu.Unlock()
 	})
 	opts := []grpcbudget.ServerOption{grpcbudget.WithObserver(obs), grpcbudget.WithPolicy(&wire.Policy{Min: 50 * ms})}
@@ -208,7 +212,7 @@ func TestServerObserver(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	got := strings.Join(kinds, " ")
-	for _, want := range []string{"arrival:", "shed:shed", "malformed:Request-Timeout-Ms", "skew:"} {
+	for _, want := range []string{"arrival:", "refuse:shed", "malformed:none:grpcbudget: malformed deadline header ignored: Request-Timeout-Ms", "skew:"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("observer saw %q, missing %q", got, want)
 		}
@@ -219,8 +223,8 @@ func TestServerHandlerErrorsGetCodes(t *testing.T) {
 	t.Parallel()
 	op := &budget.Op{Name: "inner"}
 	handlerErr := map[string]error{
-		"insufficient": &budget.Error{Stage: "inner", Kind: budget.Insufficient},
-		"expired":      &budget.Error{Stage: "inner", Kind: budget.Expired, Err: context.DeadlineExceeded},
+		"insufficient": &budget.Error{Stage: "inner", Outcome: budget.OutcomeInsufficient},
+		"expired":      &budget.Error{Stage: "inner", Outcome: budget.OutcomeExpired, Err: context.DeadlineExceeded},
 		"plain":        errors.New("boom"),
 	}
 	want := map[string]codes.Code{"insufficient": codes.DeadlineExceeded, "expired": codes.DeadlineExceeded, "plain": codes.Unknown}

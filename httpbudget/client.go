@@ -115,7 +115,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		_ = resp.Body.Close()
-		return nil, &budget.Error{Stage: stage, Kind: budget.Expired, Remaining: time.Until(deadline),
+		return nil, &budget.Error{Stage: stage, Outcome: budget.OutcomeExpired, Remaining: time.Until(deadline),
 			Err: budget.Permanent(ErrUpstreamExpired)}
 	}
 	return resp, nil

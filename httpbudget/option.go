@@ -7,8 +7,8 @@ import (
 	"github.com/timebudget/budget/wire"
 )
 
-// Option configures [NewHandler].
-type Option interface{ applyHandler(*handlerConfig) }
+// ServerOption configures [NewHandler].
+type ServerOption interface{ applyHandler(*handlerConfig) }
 
 // ClientOption configures [NewTransport].
 type ClientOption interface{ applyClient(*clientConfig) }
@@ -42,7 +42,7 @@ func (f clientOption) applyClient(c *clientConfig) { f(c) }
 // [wire.Policy]: trust the default sources, impose no deadline on requests
 // that send none, refuse only requests whose deadline has passed. A nil
 // policy turns enforcement off. Use [WithSwitch] to change it at run time.
-func WithPolicy(p *wire.Policy) Option {
+func WithPolicy(p *wire.Policy) ServerOption {
 	return handlerOption(func(c *handlerConfig) {
 		s := new(wire.Switch)
 		s.Store(p)
@@ -53,19 +53,19 @@ func WithPolicy(p *wire.Policy) Option {
 // WithSwitch reads the inbound policy from s on every request, so an operator
 // can turn enforcement off or loosen it without a restart by storing a new
 // policy in s.
-func WithSwitch(s *wire.Switch) Option {
+func WithSwitch(s *wire.Switch) ServerOption {
 	return handlerOption(func(c *handlerConfig) { c.policy = s })
 }
 
 // WithStage names the stage a refusal reports in the Budget-Expired header
 // and the ledger. The default is "request".
-func WithStage(name string) Option {
+func WithStage(name string) ServerOption {
 	return handlerOption(func(c *handlerConfig) { c.stage = name })
 }
 
 // WithObserver sets the observer of every request's budget, including
 // requests refused on arrival. The default is none.
-func WithObserver(o budget.Observer) Option {
+func WithObserver(o budget.Observer) ServerOption {
 	return handlerOption(func(c *handlerConfig) { c.observer = o })
 }
 
@@ -73,14 +73,14 @@ func WithObserver(o budget.Observer) Option {
 // ledger when the handler writes its response header. The default is off: the
 // header tells clients how the server spent its time, which an edge facing
 // the public may not want to say. It costs one allocation per request.
-func WithServerTiming() Option {
+func WithServerTiming() ServerOption {
 	return handlerOption(func(c *handlerConfig) { c.serverTiming = true })
 }
 
 // WithLedgerCapacity bounds the events each request's ledger keeps; see
-// [budget.Config]. The default is [budget.DefaultLedgerCapacity]; a negative
+// [budget.Config]. The default is 64 events; a negative
 // value disables the ledger.
-func WithLedgerCapacity(n int) Option {
+func WithLedgerCapacity(n int) ServerOption {
 	return handlerOption(func(c *handlerConfig) { c.ledgerCap = n })
 }
 

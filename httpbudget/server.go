@@ -33,7 +33,7 @@ import (
 // malformed values are reported to the observer as [budget.EventSkew] and
 // [budget.EventMalformed]. NewHandler panics if next is nil, as http.Handle
 // does; nil options are ignored.
-func NewHandler(next http.Handler, opts ...Option) http.Handler {
+func NewHandler(next http.Handler, opts ...ServerOption) http.Handler {
 	if next == nil {
 		// As http.Handle does: a setup mistake, caught before any request.
 		panic("httpbudget: NewHandler with a nil handler")
@@ -65,7 +65,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if dec.Malformed > 0 {
 			o.Observe(r.Context(), budget.Event{Kind: budget.EventMalformed, Stage: h.cfg.stage, At: now,
-				Outcome: dec.MalformedFrom.String(), Err: err})
+				Err: malformedErr(dec, err)})
 		}
 	}
 	if err != nil {
@@ -91,8 +91,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // refuse answers a request the policy refused, without running the handler.
 func (h *handler) refuse(w http.ResponseWriter, r *http.Request, now time.Time, dec wire.Decision, err error) {
 	if h.cfg.observer != nil && dec.Reason != wire.ReasonMalformed {
-		h.cfg.observer.Observe(r.Context(), budget.Event{Kind: budget.EventShed, Stage: h.cfg.stage, At: now,
-			Remaining: dec.Remaining, Outcome: dec.Reason.String(), Err: err})
+		h.cfg.observer.Observe(r.Context(), budget.Event{Kind: budget.EventRefuse, Stage: h.cfg.stage, At: now,
+			Remaining: dec.Remaining, Outcome: refusalOutcome(dec.Reason), Err: err})
 	}
 	status, body := StatusOf(err), ""
 	switch dec.Reason {
@@ -101,7 +101,7 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, now time.Time, 
 	case wire.ReasonExpired:
 		body = "budget: " + h.cfg.stage + " refused on arrival: the deadline had passed"
 	default:
-		body = (&budget.Error{Stage: h.cfg.stage, Kind: budget.Shed}).Error()
+		body = (&budget.Error{Stage: h.cfg.stage, Outcome: budget.OutcomeShed}).Error()
 	}
 	hdr := w.Header()
 	if status == http.StatusGatewayTimeout {
@@ -124,6 +124,23 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, now time.Time, 
 	hdr.Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(body + "\n"))
+}
+
+// malformedErr is the error of a malformed-header event: the policy's own
+// error under a strict policy, and one naming the headers otherwise.
+func malformedErr(dec wire.Decision, err error) error {
+	if err != nil {
+		return err
+	}
+	return errors.New("httpbudget: malformed deadline header ignored: " + dec.MalformedFrom.String())
+}
+
+// refusalOutcome is the outcome that records a refusal on arrival for reason.
+func refusalOutcome(reason wire.Reason) budget.Outcome {
+	if reason == wire.ReasonExpired {
+		return budget.OutcomeExpired
+	}
+	return budget.OutcomeShed
 }
 
 // isConnectUnary reports whether r is a Connect protocol unary request, whose

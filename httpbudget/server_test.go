@@ -129,7 +129,11 @@ func TestHandlerServerTimingAndObserver(t *testing.T) {
 	var kinds []string
 	obs := budget.ObserverFunc(func(_ context.Context, ev budget.Event) {
 		mu.Lock()
-		kinds = append(kinds, ev.Kind.String()+":"+ev.Outcome)
+		k := ev.Kind.String() + ":" + ev.Outcome.String()
+		if ev.Kind == budget.EventMalformed && ev.Err != nil {
+			k += ":" + ev.Err.Error()
+		}
+		kinds = append(kinds, k)
 		mu.Unlock()
 	})
 	op := &budget.Op{Name: "db"}
@@ -152,7 +156,7 @@ func TestHandlerServerTimingAndObserver(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	got := strings.Join(kinds, " ")
-	for _, want := range []string{"arrival:", "admit:", "attempt:ok", "shed:shed", "malformed:Request-Timeout-Ms", "skew:"} {
+	for _, want := range []string{"arrival:", "attempt:ok", "refuse:shed", "malformed:none:httpbudget: malformed deadline header ignored: Request-Timeout-Ms", "skew:"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("observer saw %q, missing %q", got, want)
 		}
@@ -162,15 +166,15 @@ func TestHandlerServerTimingAndObserver(t *testing.T) {
 func TestStatusOf(t *testing.T) {
 	t.Parallel()
 	cases := map[error]int{
-		nil:                                 200,
-		context.DeadlineExceeded:            504,
-		budget.ErrInsufficient:              504,
-		wire.ErrShed:                        504,
-		wire.ErrExpired:                     504,
-		&wire.ParseError{}:                  400,
-		io.ErrUnexpectedEOF:                 500,
-		httpbudget.ErrUpstreamExpired:       504,
-		&budget.Error{Kind: budget.Expired}: 504,
+		nil:                           200,
+		context.DeadlineExceeded:      504,
+		budget.ErrInsufficient:        504,
+		wire.ErrShed:                  504,
+		wire.ErrExpired:               504,
+		&wire.ParseError{}:            400,
+		io.ErrUnexpectedEOF:           500,
+		httpbudget.ErrUpstreamExpired: 504,
+		&budget.Error{Outcome: budget.OutcomeExpired}: 504,
 	}
 	for err, want := range cases {
 		if got := httpbudget.StatusOf(err); got != want {

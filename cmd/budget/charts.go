@@ -106,7 +106,7 @@ func ledgerChart(l ledgerReport) (chart, error) {
 	var names []string
 	var marks plotter.XYLabels
 	for _, ev := range l.events {
-		if ev.Kind != budget.EventAttempt && ev.Kind != budget.EventRefuse {
+		if ev.Kind != budget.EventAttempt && ev.Kind != budget.EventFallback && ev.Kind != budget.EventRefuse {
 			continue
 		}
 		startLeft := ms(ev.Remaining)
@@ -115,7 +115,7 @@ func ledgerChart(l ledgerReport) (chart, error) {
 		spent = append(spent, startLeft-endLeft)
 		name := strings.TrimPrefix(ev.Stage, "geometry.")
 		names = append(names, name)
-		note := ev.Outcome
+		note := ev.Outcome.String()
 		if ev.Kind == budget.EventRefuse {
 			note = "refused"
 		}

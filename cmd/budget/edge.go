@@ -168,16 +168,16 @@ func reasonOf(err error) string {
 	return "failed"
 }
 
-func outcomeOf(err error) string {
+func outcomeOf(err error) budget.Outcome {
 	switch {
 	case err == nil:
 		return budget.OutcomeOK
 	case errors.Is(err, context.DeadlineExceeded):
-		return budget.OutcomeTimeout
+		return budget.OutcomeExpired
 	case errors.Is(err, context.Canceled):
 		return budget.OutcomeCanceled
 	}
-	return budget.OutcomeError
+	return budget.OutcomeFailed
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

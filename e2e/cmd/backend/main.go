@@ -60,7 +60,7 @@ func (b *backend) UnaryCall(ctx context.Context, req *grpc_testing.SimpleRequest
 		line.PastDeadline = int64(past)
 	}
 	line.Done = report.Wall(time.Now())
-	line.Status = grpcbudget.Code(ctx, err).String()
+	line.Status = grpcbudget.CodeOf(ctx, err).String()
 	report.Print(line)
 	if err != nil {
 		return nil, err

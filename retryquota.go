@@ -5,17 +5,11 @@ import (
 	"time"
 )
 
-// Defaults of a zero [RetryBudget]: the values Finagle and Linkerd ship with.
+// Defaults of a zero [RetryQuota]: the values Finagle and Linkerd ship with.
 const (
-	// DefaultRetryTTL is how long a request's deposit, or a retry's
-	// withdrawal, counts toward the balance of a RetryBudget.
-	DefaultRetryTTL = 10 * time.Second
-	// DefaultRetryMinPerSecond is the floor of retries per second a
-	// RetryBudget allows whatever the traffic.
-	DefaultRetryMinPerSecond = 10
-	// DefaultRetryRatio is the fraction of requests a RetryBudget lets retry
-	// on top of the floor.
-	DefaultRetryRatio = 0.2
+	defaultRetryTTL          = 10 * time.Second
+	defaultRetryMinPerSecond = 10
+	defaultRetryRatio        = 0.2
 )
 
 const (
@@ -28,18 +22,18 @@ const (
 	countSignSh = 64 - countBits
 )
 
-// RetryBudget limits the retries of one client to a fraction of its requests,
+// RetryQuota limits the retries of one client to a fraction of its requests,
 // so that an outage of a dependency cannot multiply the load on it: with the
 // defaults, at most 20 % of the requests of the last 10 s may be retried, plus
 // 10 retries per second whatever the traffic, so a client with little traffic
-// can still retry. This is the token bucket of Finagle's RetryBudget and
-// Linkerd's retry budgets: every request deposits Ratio of a token, every
-// retry (or hedge) withdraws a whole one, and tokens older than TTL no longer
-// count.
+// can still retry. This is what Finagle and Linkerd call a retry budget (the
+// name here keeps "budget" for time): a token bucket in which every request
+// deposits Ratio of a token, every retry (or hedge) withdraws a whole one, and
+// tokens older than TTL no longer count.
 //
-// Share one RetryBudget among all the calls of a client (set it as
-// [Retry.Budget] or [Hedge.Budget]). The zero value is ready to use with the
-// defaults. Set the fields before first use. A RetryBudget must not be copied
+// Share one RetryQuota among all the calls of a client (set it as
+// [Retry.Quota] or [Hedge.Quota]). The zero value is ready to use with the
+// defaults. Set the fields before first use. A RetryQuota must not be copied
 // after first use. It is safe for concurrent use and lock-free: the balance is
 // kept in ten time slices, each one atomic word holding its slice number and
 // its count, so Deposit costs one compare-and-swap and Withdraw reads the ten
@@ -47,16 +41,15 @@ const (
 //
 // Its methods take the time as a parameter, so they are pure computations over
 // the deposits made so far; [Retry] and [Hedge] pass time.Now().
-type RetryBudget struct {
-	// TTL is how long a deposit or a withdrawal counts. Zero means
-	// DefaultRetryTTL.
+type RetryQuota struct {
+	// TTL is how long a deposit or a withdrawal counts. Zero means 10 s.
 	TTL time.Duration
 	// MinPerSecond is the floor: this many retries per second are allowed
 	// on top of the ratio, whatever the traffic. Zero means
-	// DefaultRetryMinPerSecond; a negative value means no floor.
+	// 10; a negative value means no floor.
 	MinPerSecond float64
 	// Ratio is the fraction of requests that may be retried, such as 0.2
-	// for 20 %. Zero means DefaultRetryRatio; a negative value means none
+	// for 20 %. Zero means 0.2; a negative value means none
 	// (only the floor).
 	Ratio float64
 
@@ -64,39 +57,39 @@ type RetryBudget struct {
 	suppressed atomic.Int64
 }
 
-func (b *RetryBudget) slice() int64 {
+func (b *RetryQuota) slice() int64 {
 	ttl := b.TTL
 	if ttl <= 0 {
-		ttl = DefaultRetryTTL
+		ttl = defaultRetryTTL
 	}
 	return max(int64(ttl)/retrySlots, 1)
 }
 
-func (b *RetryBudget) deposit() int64 {
+func (b *RetryQuota) deposit() int64 {
 	switch {
 	case b.Ratio < 0:
 		return 0
 	case b.Ratio == 0:
-		return DefaultRetryRatio * retryScale
+		return defaultRetryRatio * retryScale
 	}
 	return int64(b.Ratio * retryScale)
 }
 
 // reserve is the floor, in units: MinPerSecond over the whole TTL.
-func (b *RetryBudget) reserve() int64 {
+func (b *RetryQuota) reserve() int64 {
 	per := b.MinPerSecond
 	switch {
 	case per < 0:
 		return 0
 	case per == 0:
-		per = DefaultRetryMinPerSecond
+		per = defaultRetryMinPerSecond
 	}
 	return int64(per * float64(b.slice()*retrySlots) / float64(time.Second) * retryScale)
 }
 
 // add adds delta units to the slice holding now, resetting the slice when it
 // last held an older one.
-func (b *RetryBudget) add(now time.Time, delta int64) {
+func (b *RetryQuota) add(now time.Time, delta int64) {
 	ep := now.UnixNano() / b.slice()
 	s := &b.slots[uint64(ep)%retrySlots]
 	e := uint64(ep) & epochMask
@@ -115,7 +108,7 @@ func (b *RetryBudget) add(now time.Time, delta int64) {
 
 // units returns the balance in units: the floor plus the deposits less the
 // withdrawals of the slices within TTL of now.
-func (b *RetryBudget) units(now time.Time) int64 {
+func (b *RetryQuota) units(now time.Time) int64 {
 	ep := uint64(now.UnixNano() / b.slice())
 	sum := b.reserve()
 	for i := range b.slots {
@@ -130,7 +123,7 @@ func (b *RetryBudget) units(now time.Time) int64 {
 // Deposit records a request made at now: it adds Ratio of a retry to the
 // balance. [Retry] and [Hedge] deposit once per call, before the first
 // attempt.
-func (b *RetryBudget) Deposit(now time.Time) {
+func (b *RetryQuota) Deposit(now time.Time) {
 	if d := b.deposit(); d > 0 {
 		b.add(now, d)
 	}
@@ -138,10 +131,10 @@ func (b *RetryBudget) Deposit(now time.Time) {
 
 // Withdraw takes one retry from the balance at now and reports whether there
 // was one to take. A refused withdrawal is counted as a suppressed retry (see
-// [RetryBudget.Suppressed]). Concurrent withdrawals never overdraw the
+// [RetryQuota.Suppressed]). Concurrent withdrawals never overdraw the
 // balance; when several race for the last retry, more than one may be
 // refused.
-func (b *RetryBudget) Withdraw(now time.Time) bool {
+func (b *RetryQuota) Withdraw(now time.Time) bool {
 	b.add(now, -retryScale)
 	if b.units(now) >= 0 {
 		return true
@@ -152,10 +145,10 @@ func (b *RetryBudget) Withdraw(now time.Time) bool {
 }
 
 // Balance returns how many retries the budget would allow at now.
-func (b *RetryBudget) Balance(now time.Time) int {
+func (b *RetryQuota) Balance(now time.Time) int {
 	return int(max(b.units(now), 0) / retryScale)
 }
 
 // Suppressed returns how many retries (and hedges) the budget has refused
 // since it was created.
-func (b *RetryBudget) Suppressed() int64 { return b.suppressed.Load() }
+func (b *RetryQuota) Suppressed() int64 { return b.suppressed.Load() }

@@ -16,7 +16,7 @@ var refTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func TestRetryBudgetFloorRatioAndExpiry(t *testing.T) {
 	t.Parallel()
-	var b budget.RetryBudget // Finagle's defaults: 10 s, 10/s, 20 %
+	var b budget.RetryQuota // Finagle's defaults: 10 s, 10/s, 20 %
 	if got := b.Balance(refTime); got != 100 {
 		t.Fatalf("idle balance %d, want the floor 10/s × 10s = 100", got)
 	}
@@ -41,7 +41,7 @@ func TestRetryBudgetFloorRatioAndExpiry(t *testing.T) {
 
 func TestRetryBudgetConfiguredAndWithoutFloor(t *testing.T) {
 	t.Parallel()
-	b := budget.RetryBudget{TTL: time.Second, MinPerSecond: -1, Ratio: 0.5}
+	b := budget.RetryQuota{TTL: time.Second, MinPerSecond: -1, Ratio: 0.5}
 	if b.Withdraw(refTime) {
 		t.Fatal("no floor and no requests: a retry was granted")
 	}
@@ -55,7 +55,7 @@ func TestRetryBudgetConfiguredAndWithoutFloor(t *testing.T) {
 	if got := b.Balance(refTime.Add(1400 * time.Millisecond)); got != 1 {
 		t.Fatalf("balance %d: the first second's deposits and withdrawal must have expired, the later ones not", got)
 	}
-	none := budget.RetryBudget{MinPerSecond: -1, Ratio: -1}
+	none := budget.RetryQuota{MinPerSecond: -1, Ratio: -1}
 	none.Deposit(refTime)
 	if none.Balance(refTime) != 0 {
 		t.Fatal("a negative ratio must deposit nothing")
@@ -65,7 +65,7 @@ func TestRetryBudgetConfiguredAndWithoutFloor(t *testing.T) {
 // Concurrent withdrawals never overdraw the balance.
 func TestRetryBudgetConcurrentWithdrawalsNeverOverdraw(t *testing.T) {
 	t.Parallel()
-	b := &budget.RetryBudget{MinPerSecond: -1}
+	b := &budget.RetryQuota{MinPerSecond: -1}
 	for range 500 {
 		b.Deposit(refTime) // 100 retries
 	}
@@ -105,10 +105,10 @@ func TestRetryBudgetCapsRetriesUnderSustainedOutage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				rb := &budget.RetryBudget{MinPerSecond: tc.floor}
+				rb := &budget.RetryQuota{MinPerSecond: tc.floor}
 				rec := &recorder{}
 				op := &budget.Op{Name: "dep", Observer: rec}
-				r := &budget.Retry{Budget: rb, Backoff: -1, MaxAttempts: 3}
+				r := &budget.Retry{Quota: rb, Backoff: -1, MaxAttempts: 3}
 				errDown := errors.New("down")
 				var attempts, requests int
 				for range 200 { // 20 s (two windows) at 1000 requests/s, all failing
@@ -122,7 +122,7 @@ func TestRetryBudgetCapsRetriesUnderSustainedOutage(t *testing.T) {
 				if ratio < tc.lo || ratio > tc.hi {
 					t.Fatalf("retries were %.3f of requests, want within [%.3f, %.3f]", ratio, tc.lo, tc.hi)
 				}
-				if got := int64(len(rec.of(budget.EventRetrySuppressed))); got != rb.Suppressed() || got == 0 {
+				if got := int64(len(rec.of(budget.EventRefuse))); got != rb.Suppressed() || got == 0 {
 					t.Fatalf("%d suppressed events, counter %d", got, rb.Suppressed())
 				}
 			})
