@@ -3,6 +3,7 @@ package budget_test
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,38 +106,135 @@ func BenchmarkDo(b *testing.B) {
 	}
 }
 
-func TestHotPathsDoNotAllocate(t *testing.T) {
-	op := learnedOp()
+func eightBranches() []budget.Branch[int] {
+	branches := make([]budget.Branch[int], 8)
+	for i := range branches {
+		branches[i] = budget.Branch[int]{Name: "b", Fn: func(context.Context) (int, error) { return i, nil }}
+	}
+	return branches
+}
+
+// BenchmarkGather8 is a fan-out of eight trivial branches; compare with
+// BenchmarkBaselineFanOut8.
+func BenchmarkGather8(b *testing.B) {
 	ctx, cancel := budget.Start(context.Background(), time.Hour)
 	defer cancel()
-	ctx = budget.WithReserve(ctx, time.Millisecond)
-	var e budget.Estimator
-	cases := map[string]func(){
-		"Remaining":                func() { budget.Remaining(ctx) },
-		"Available":                func() { budget.Available(ctx) },
-		"Admit":                    func() { op.Admit(ctx) },
-		"Estimator.Record":         func() { e.Record(3 * time.Millisecond) },
-		"Estimator.RecordCensored": func() { e.RecordCensored(3 * time.Millisecond) },
-	}
-	for name, fn := range cases {
-		if n := testing.AllocsPerRun(1000, fn); n != 0 {
-			t.Errorf("%s allocates %v times per call, want 0", name, n)
+	g := budget.Gather[int]{Branches: eightBranches()}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := g.Do(ctx); err != nil {
+			b.Fatal(err)
 		}
 	}
-	// Starting a budget: context.WithDeadlineCause's four, and one block for
-	// the budget's context, state and ledger.
-	if n := testing.AllocsPerRun(1000, func() {
-		_, c := budget.Start(context.Background(), time.Second)
-		c()
-	}); n > 5 {
-		t.Errorf("Start allocates %v times, want at most 5", n)
+}
+
+// BenchmarkBaselineFanOut8 is the errgroup pattern written with plain
+// goroutines and a sync.WaitGroup: a cancelable context, the first error
+// kept, every branch waited for.
+func BenchmarkBaselineFanOut8(b *testing.B) {
+	ctx, cancel := budget.Start(context.Background(), time.Hour)
+	defer cancel()
+	branches := eightBranches()
+	b.ReportAllocs()
+	for b.Loop() {
+		gctx, gcancel := context.WithCancel(ctx)
+		results := make([]int, len(branches))
+		var wg sync.WaitGroup
+		var once sync.Once
+		var first error
+		for i, br := range branches {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				v, err := br.Fn(gctx)
+				if err != nil {
+					once.Do(func() { first = err; gcancel() })
+				}
+				results[i] = v
+			}()
+		}
+		wg.Wait()
+		gcancel()
+		if first != nil {
+			b.Fatal(first)
+		}
 	}
-	// A whole attempt: the attempt context (timer context and its timer)
-	// and the cancel function, nothing more.
-	fn := func(context.Context) error { return nil }
-	noLedger, cancel2 := budget.Config{LedgerCapacity: -1}.Start(context.Background(), time.Hour)
-	defer cancel2()
-	if n := testing.AllocsPerRun(1000, func() { _ = op.Do(noLedger, fn) }); n > 4 {
-		t.Errorf("Op.Do allocates %v times per call, want at most 4", n)
+}
+
+func succeed(context.Context) error { return nil }
+
+// BenchmarkRetrySuccess is a retry loop whose first attempt succeeds; compare
+// with BenchmarkBaselineBareCall and BenchmarkBaselineTimeoutCall.
+func BenchmarkRetrySuccess(b *testing.B) {
+	ctx, cancel := budget.Start(context.Background(), time.Hour)
+	defer cancel()
+	op := &budget.Op{Name: "dep", Cap: time.Second}
+	r := &budget.Retry{Quota: &budget.RetryQuota{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := r.Do(ctx, op, succeed); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBaselineBareCall calls the function directly.
+func BenchmarkBaselineBareCall(b *testing.B) {
+	ctx, cancel := budget.Start(context.Background(), time.Hour)
+	defer cancel()
+	fn := succeed
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := fn(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBaselineTimeoutCall is careful Go code: a per-call
+// context.WithTimeout around the call.
+func BenchmarkBaselineTimeoutCall(b *testing.B) {
+	ctx, cancel := budget.Start(context.Background(), time.Hour)
+	defer cancel()
+	fn := succeed
+	b.ReportAllocs()
+	for b.Loop() {
+		cctx, ccancel := context.WithTimeout(ctx, time.Second)
+		err := fn(cctx)
+		ccancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRetryQuotaParallel is a deposit and a withdrawal from many
+// goroutines sharing one retry budget.
+func BenchmarkRetryQuotaParallel(b *testing.B) {
+	rb := &budget.RetryQuota{}
+	now := time.Now()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			rb.Deposit(now)
+			rb.Withdraw(now)
+		}
+	})
+}
+
+// BenchmarkQueuePutGet is one Put and one Get that finds the item.
+func BenchmarkQueuePutGet(b *testing.B) {
+	ctx, cancel := budget.Start(context.Background(), time.Hour)
+	defer cancel()
+	q := &budget.Queue[int]{Target: -1} // no sojourn bound: a stalled benchmark must not shed the item
+	bg := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := q.Put(ctx, 1); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := q.Get(bg); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

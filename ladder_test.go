@@ -123,3 +123,114 @@ func TestLadderStopsWhenTheCallerGivesUp(t *testing.T) {
 		}
 	})
 }
+
+// Regression: a rung that overran its deadline while ending ate part of the
+// time held for the last rung, and the last rung's own estimate then declined
+// it. The last rung is the last chance and must run.
+func TestLadderAlwaysTriesTheLastRung(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		slow := &budget.Op{Name: "exact"}
+		cache := &budget.Op{Name: "cache", Prior: 50 * time.Millisecond, ProbeEvery: -1}
+		ladder := &budget.Ladder[string]{Rungs: []budget.Rung[string]{
+			{Op: slow, Fn: func(ctx context.Context) (string, error) {
+				<-ctx.Done()
+				time.Sleep(10 * time.Millisecond) // slow to notice
+				return "", ctx.Err()
+			}},
+			{Op: cache, Fn: func(context.Context) (string, error) { return "cached", nil }},
+		}}
+		ctx, cancel := budget.Start(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		v, res, err := ladder.Do(ctx)
+		if err != nil || v != "cached" || res.Answered != 1 {
+			t.Fatalf("v=%q err=%v result=%+v: the last rung must run with 40ms left", v, err, res)
+		}
+		var fallback *budget.Event
+		for _, ev := range budget.LedgerFrom(ctx).Events() {
+			if ev.Kind == budget.EventFallback {
+				fallback = &ev
+			}
+		}
+		if fallback == nil || fallback.Remaining != 40*time.Millisecond {
+			t.Fatalf("fallback event %+v: want the 40ms that were left", fallback)
+		}
+	})
+}
+
+// A ladder under a 1 s budget: the primary fails after 0.3 s, the expensive
+// geometry rung (typically 2 s) is declined, and the cache answers inside the
+// budget. The same ladder without admission (ops that know nothing of their
+// latency) spends the rest on the geometry rung and fails.
+func TestScenarioLadderDeclinesTheExpensiveRungAndTheCacheAnswers(t *testing.T) {
+	t.Parallel()
+	errPrimary := errors.New("primary unavailable")
+	rungs := func(primary, geometry, cache *budget.Op) budget.Ladder[string] {
+		return budget.Ladder[string]{Rungs: []budget.Rung[string]{
+			{Op: primary, Fn: func(ctx context.Context) (string, error) {
+				time.Sleep(300 * time.Millisecond)
+				return "", errPrimary
+			}},
+			{Op: geometry, Fn: func(ctx context.Context) (string, error) { return "", hang(ctx) }},
+			{Op: cache, Fn: func(ctx context.Context) (string, error) {
+				select {
+				case <-time.After(40 * time.Millisecond):
+					return "cached", nil
+				case <-ctx.Done():
+					return "", ctx.Err()
+				}
+			}},
+		}}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := budget.Start(context.Background(), time.Second)
+		defer cancel()
+		start := time.Now()
+		// Probes are off: the decision shown is admission's alone, not the
+		// occasional call let through to learn whether geometry recovered.
+		l := rungs(&budget.Op{Name: "primary", Prior: 200 * time.Millisecond},
+			&budget.Op{Name: "geometry", Prior: 2 * time.Second, ProbeEvery: -1},
+			&budget.Op{Name: "cache", Prior: 50 * time.Millisecond})
+		v, res, err := l.Do(ctx)
+		if err != nil || v != "cached" || res.Answered != 2 {
+			t.Fatalf("with admission: %q, answered by %d, err %v; want the cache", v, res.Answered, err)
+		}
+		if got := time.Since(start); got != 340*time.Millisecond {
+			t.Fatalf("answered at %v, want 340ms", got)
+		}
+		want := []budget.Outcome{budget.OutcomeFailed, budget.OutcomeInsufficient, budget.OutcomeOK}
+		for i, r := range res.Rungs {
+			if r.Outcome != want[i] {
+				t.Errorf("rung %s: %v, want %v", r.Name, r.Outcome, want[i])
+			}
+		}
+		if !errors.Is(res.Rungs[0].Err, errPrimary) || !errors.Is(res.Rungs[1].Err, budget.ErrInsufficient) {
+			t.Errorf("reasons %v / %v", res.Rungs[0].Err, res.Rungs[1].Err)
+		}
+		var skip, fallback bool
+		for _, ev := range budget.LedgerFrom(ctx).Events() {
+			skip = skip || ev.Kind == budget.EventRefuse && ev.Stage == "geometry" && ev.Outcome == budget.OutcomeInsufficient &&
+				ev.Remaining == 700*time.Millisecond && ev.Needed == 2*time.Second
+			fallback = fallback || ev.Kind == budget.EventFallback && ev.Stage == "cache"
+		}
+		if !skip || !fallback {
+			t.Errorf("ledger lacks the skip or the fallback:\n%s", budget.LedgerFrom(ctx))
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := budget.Start(context.Background(), time.Second)
+		defer cancel()
+		start := time.Now()
+		l := rungs(&budget.Op{Name: "primary"}, &budget.Op{Name: "geometry"}, &budget.Op{Name: "cache"})
+		v, res, err := l.Do(ctx)
+		if err == nil || v != "" || res.Answered != -1 {
+			t.Fatalf("without admission: %q, answered by %d, err %v; want a failure", v, res.Answered, err)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || res.Rungs[1].Outcome != budget.OutcomeExpired {
+			t.Fatalf("err %v, geometry %v: want the geometry rung to have timed out", err, res.Rungs[1].Outcome)
+		}
+		if got := time.Since(start); got != time.Second {
+			t.Fatalf("failed at %v, want the whole 1s spent", got)
+		}
+	})
+}

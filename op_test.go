@@ -3,6 +3,7 @@ package budget_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -289,4 +290,56 @@ func TestSuggestedTimeout(t *testing.T) {
 	if got := op.SuggestedTimeout(); !near(got, 120*time.Millisecond) {
 		t.Fatalf("after samples: %v, want about 3×p99 = 120ms", got)
 	}
+}
+
+// Regression: a callee that reports its own deadline ran out (an upstream 504
+// or DEADLINE_EXCEEDED, arriving just before ours) taught the op nothing.
+func TestOpLearnsFromAnUpstreamDeadline(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		op := &budget.Op{Name: "pricing"}
+		ctx, cancel := budget.Start(context.Background(), time.Second)
+		defer cancel()
+		err := op.Do(ctx, func(context.Context) error {
+			time.Sleep(995 * time.Millisecond)
+			return fmt.Errorf("upstream: %w", context.DeadlineExceeded)
+		})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v", err)
+		}
+		var be *budget.Error
+		if !errors.As(err, &be) || be.Outcome != budget.OutcomeExpired || be.Stage != "pricing" {
+			t.Fatalf("err = %#v, want an expiry naming the op", err)
+		}
+		time.Sleep(20 * time.Millisecond) // let the snapshot refresh
+		if c := op.Estimator.Distribution(time.Now()).Censored(); c != 1 {
+			t.Fatalf("censored samples = %d, want 1", c)
+		}
+	})
+}
+
+// Regression: a refused dependency gets no samples, its windows empty, and
+// the op used to fall back to "no measurements" and let a burst of doomed
+// calls through every time the windows turned. The last learned estimate
+// stays in force until probes show a recovery.
+func TestRefusedOpDoesNotForgetWhatItLearned(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		op := &budget.Op{Name: "slow", ProbeEvery: -1}
+		for range 50 {
+			op.Estimator.RecordCensored(time.Second) // every call timed out
+		}
+		time.Sleep(20 * time.Millisecond)
+		if op.AdmitAt(time.Now(), 500*time.Millisecond).Admit {
+			t.Fatal("a dependency known to time out was admitted")
+		}
+		time.Sleep(10 * time.Second) // no samples: everything was refused
+		if d := op.AdmitAt(time.Now(), 500*time.Millisecond); d.Admit || !d.Measured {
+			t.Fatalf("%+v: with its windows empty the op must keep its last estimate", d)
+		}
+		op.Reset()
+		if d := op.AdmitAt(time.Now(), 500*time.Millisecond); !d.Admit || d.Measured {
+			t.Fatalf("%+v: after Reset the op starts over", d)
+		}
+	})
 }

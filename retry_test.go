@@ -322,3 +322,54 @@ func TestPermanentAndRetryAfterWrappers(t *testing.T) {
 		t.Fatalf("RetryAfter() = %v, %v; want 0, true", d, ok)
 	}
 }
+
+// A 12 s user deadline and a 10 s attempt timeout: the first attempt may use
+// 10 s, the second gets min(10, 12-10) = 2 s, and the total wait is exactly
+// 12 s with 2 attempts, whatever the attempt limit.
+func TestScenarioTwelveSecondBudgetGivesTheSecondAttemptTwoSeconds(t *testing.T) {
+	t.Parallel()
+	for _, maxAttempts := range []int{2, 0, 10} {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := budget.Start(context.Background(), 12*time.Second)
+			defer cancel()
+			op := &budget.Op{Name: "model", Cap: 10 * time.Second}
+			r := &budget.Retry{MaxAttempts: maxAttempts, Backoff: -1}
+			start := time.Now()
+			var timeouts []time.Duration
+			err := r.Do(ctx, op, func(ctx context.Context) error {
+				dl, _ := ctx.Deadline()
+				timeouts = append(timeouts, time.Until(dl))
+				return hang(ctx) // the model API hangs
+			})
+			if got := time.Since(start); got != 12*time.Second {
+				t.Errorf("MaxAttempts %d: total wait %v, want exactly 12s", maxAttempts, got)
+			}
+			if want := []time.Duration{10 * time.Second, 2 * time.Second}; !slices.Equal(timeouts, want) {
+				t.Errorf("MaxAttempts %d: attempt timeouts %v, want %v", maxAttempts, timeouts, want)
+			}
+			if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, budget.ErrInsufficient) {
+				t.Errorf("err = %v, want an expiry", err)
+			}
+		})
+	}
+}
+
+// The same layer, knowing the typical call needs 4 s, does not start a 2 s
+// attempt: it stops at 10 s and keeps 2 s for a fallback.
+func TestScenarioTypicalFourSecondsStopsAndKeepsTheRestForAFallback(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := budget.Start(context.Background(), 12*time.Second)
+		defer cancel()
+		op := &budget.Op{Name: "model", Cap: 10 * time.Second, Prior: 4 * time.Second}
+		r := &budget.Retry{MaxAttempts: 2, Backoff: -1}
+		attempts := 0
+		err := r.Do(ctx, op, func(ctx context.Context) error { attempts++; return hang(ctx) })
+		if attempts != 1 || !errors.Is(err, budget.ErrInsufficient) {
+			t.Fatalf("attempts %d, err %v: want one attempt, then a refusal", attempts, err)
+		}
+		if left, _ := budget.Remaining(ctx); left != 2*time.Second {
+			t.Fatalf("left for the fallback: %v, want 2s", left)
+		}
+	})
+}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -221,7 +220,7 @@ func buildPrograms(t *testing.T) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("the go command is not on PATH: %v", err)
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(goBin, "build", "-o", dir+string(filepath.Separator), "./cmd/edge", "./cmd/service", "./cmd/backend")

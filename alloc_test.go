@@ -52,3 +52,39 @@ func TestSpendingPolicyAllocations(t *testing.T) {
 		}
 	}
 }
+
+func TestHotPathsDoNotAllocate(t *testing.T) {
+	op := learnedOp()
+	ctx, cancel := budget.Start(context.Background(), time.Hour)
+	defer cancel()
+	ctx = budget.WithReserve(ctx, time.Millisecond)
+	var e budget.Estimator
+	cases := map[string]func(){
+		"Remaining":                func() { budget.Remaining(ctx) },
+		"Available":                func() { budget.Available(ctx) },
+		"Admit":                    func() { op.Admit(ctx) },
+		"Estimator.Record":         func() { e.Record(3 * time.Millisecond) },
+		"Estimator.RecordCensored": func() { e.RecordCensored(3 * time.Millisecond) },
+	}
+	for name, fn := range cases {
+		if n := testing.AllocsPerRun(1000, fn); n != 0 {
+			t.Errorf("%s allocates %v times per call, want 0", name, n)
+		}
+	}
+	// Starting a budget: context.WithDeadlineCause's four, and one block for
+	// the budget's context, state and ledger.
+	if n := testing.AllocsPerRun(1000, func() {
+		_, c := budget.Start(context.Background(), time.Second)
+		c()
+	}); n > 5 {
+		t.Errorf("Start allocates %v times, want at most 5", n)
+	}
+	// A whole attempt: the attempt context (timer context and its timer)
+	// and the cancel function, nothing more.
+	fn := func(context.Context) error { return nil }
+	noLedger, cancel2 := budget.Config{LedgerCapacity: -1}.Start(context.Background(), time.Hour)
+	defer cancel2()
+	if n := testing.AllocsPerRun(1000, func() { _ = op.Do(noLedger, fn) }); n > 4 {
+		t.Errorf("Op.Do allocates %v times per call, want at most 4", n)
+	}
+}

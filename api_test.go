@@ -1,0 +1,96 @@
+package budget_test
+
+import (
+	"go/ast"
+	"go/doc"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// rootPackage parses the root package's non-test files.
+func rootPackage(t *testing.T) (*token.FileSet, []*ast.File) {
+	t.Helper()
+	fset := token.NewFileSet()
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	return fset, files
+}
+
+// The root package stays small enough to hold in one's head: at most 130
+// exported names (types, functions, methods, constants and variables, as
+// go doc -all lists them; struct fields are not counted). Adding a name
+// means taking one away, or raising this bound in a change that says why.
+func TestExportedNamesStayFew(t *testing.T) {
+	t.Parallel()
+	fset, files := rootPackage(t)
+	p, err := doc.NewFromFiles(fset, files, "github.com/timebudget/budget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	values := func(vs []*doc.Value) {
+		for _, v := range vs {
+			for _, n := range v.Names {
+				if ast.IsExported(n) {
+					names = append(names, n)
+				}
+			}
+		}
+	}
+	values(p.Consts)
+	values(p.Vars)
+	for _, f := range p.Funcs {
+		names = append(names, f.Name)
+	}
+	for _, ty := range p.Types {
+		names = append(names, ty.Name)
+		values(ty.Consts)
+		values(ty.Vars)
+		for _, f := range ty.Funcs {
+			names = append(names, f.Name)
+		}
+		for _, m := range ty.Methods {
+			names = append(names, ty.Name+"."+m.Name)
+		}
+	}
+	const limit = 130
+	if len(names) > limit {
+		t.Errorf("the root package exports %d names, more than %d:\n%s", len(names), limit, strings.Join(names, " "))
+	}
+	t.Logf("%d exported names", len(names))
+}
+
+// Functions stay short enough to read at a glance: none in the root package
+// is longer than 60 lines.
+func TestNoFunctionOverSixtyLines(t *testing.T) {
+	t.Parallel()
+	fset, files := rootPackage(t)
+	for _, f := range files {
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok {
+				continue
+			}
+			from, to := fset.Position(fd.Pos()), fset.Position(fd.End())
+			if n := to.Line - from.Line + 1; n > 60 {
+				t.Errorf("%s:%d: %s is %d lines long", from.Filename, from.Line, fd.Name.Name, n)
+			}
+		}
+	}
+}

@@ -1,0 +1,34 @@
+package httpbudget_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"time"
+
+	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/httpbudget"
+	"github.com/timebudget/budget/wire"
+)
+
+func ExampleNewHandler() {
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		left, _ := budget.Remaining(r.Context())
+		io.WriteString(w, "handler has "+left.Round(100*time.Millisecond).String()+"\n")
+	})
+	h := httpbudget.NewHandler(handler, httpbudget.WithStage("checkout"),
+		httpbudget.WithPolicy(&wire.Policy{Max: 2 * time.Second, Min: 50 * time.Millisecond, Reserve: 100 * time.Millisecond}))
+
+	for _, timeout := range []string{"5000", "20"} {
+		req := httptest.NewRequest(http.MethodGet, "/checkout", nil)
+		req.Header.Set("Request-Timeout-Ms", timeout)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		fmt.Println(rec.Code, rec.Header().Get("Budget-Expired"), strings.TrimSpace(rec.Body.String()))
+	}
+	// Output:
+	// 200  handler has 1.9s
+	// 504 checkout budget: checkout refused on arrival: too little time left
+}
