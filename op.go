@@ -66,6 +66,16 @@ type Op struct {
 	// budget's own observer.
 	Observer Observer
 
+	// Expired, when not nil, reports whether an error the work returned
+	// means it ran out of time although the attempt's context had not
+	// ended: a server-side timeout the budget was pushed down into, such as
+	// PostgreSQL's statement_timeout (SQLSTATE 57014) or lock_timeout
+	// (55P03). Such an attempt is recorded as a cut-off sample, like one
+	// the context ended, and [Op.Do] returns an [*Error] that matches
+	// [context.DeadlineExceeded] and wraps the error. Errors that already
+	// match [context.DeadlineExceeded] need no hook.
+	Expired func(err error) bool
+
 	// Estimator holds the op's latency measurements. Its Window may be set
 	// before first use.
 	Estimator Estimator
@@ -166,7 +176,7 @@ func (o *Op) execute(ctx context.Context, r reading, dec Admission, ro runOpts, 
 	err := fn(actx)
 	end := time.Now()
 	elapsed := end.Sub(r.now)
-	outcome := classify(actx, err, nil)
+	outcome := classify(actx, err, o.Expired)
 	cancel()
 	switch outcome {
 	case OutcomeOK:

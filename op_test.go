@@ -343,3 +343,37 @@ func TestRefusedOpDoesNotForgetWhatItLearned(t *testing.T) {
 		}
 	})
 }
+
+// errStatementTimeout stands for a database's own statement timeout, which
+// does not match context.DeadlineExceeded.
+var errStatementTimeout = errors.New("ERROR: canceling statement due to statement timeout (SQLSTATE 57014)")
+
+// An Op's Expired hook turns a server-side timeout into an expiry: a cut-off
+// sample the op learns from, and an error that matches
+// context.DeadlineExceeded.
+func TestOpExpiredHookRecordsServerTimeouts(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := budget.Start(context.Background(), time.Second)
+		defer cancel()
+		db := &budget.Op{Name: "db", Expired: func(err error) bool { return errors.Is(err, errStatementTimeout) }}
+		err := db.Do(ctx, func(context.Context) error {
+			time.Sleep(300 * time.Millisecond)
+			return errStatementTimeout
+		})
+		var be *budget.Error
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, errStatementTimeout) ||
+			!errors.As(err, &be) || be.Outcome != budget.OutcomeExpired || be.Stage != "db" {
+			t.Fatalf("err = %v: want an expiry of db wrapping the server's error", err)
+		}
+		if c := db.Estimator.Distribution(time.Now()).Censored(); c != 1 {
+			t.Fatalf("%d cut-off samples, want 1", c)
+		}
+		// Without the hook the same error is a failure, not a sample.
+		plain := &budget.Op{Name: "db"}
+		err = plain.Do(ctx, func(context.Context) error { return errStatementTimeout })
+		if errors.Is(err, context.DeadlineExceeded) || plain.Estimator.Distribution(time.Now()).Count() != 0 {
+			t.Fatalf("err = %v, %d samples", err, plain.Estimator.Distribution(time.Now()).Count())
+		}
+	})
+}
