@@ -71,6 +71,8 @@ func (e *Error) Error() string {
 		b.WriteString(" not retried: retry quota spent")
 	case OutcomeCanceled:
 		b.WriteString(" not started: the caller gave up")
+	case OutcomeThrottled:
+		b.WriteString(" not started: it keeps failing")
 	default:
 		b.WriteString(" did not complete in the time available")
 	}

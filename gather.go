@@ -172,7 +172,7 @@ func (g *Gather[T]) branchContext(ctx context.Context, st *state) (context.Conte
 	}
 	if st.reserveOrZero() > 0 {
 		cp := *st
-		cp.reserve = 0
+		cp.reserve, cp.fallback = 0, 0
 		bctx = context.WithValue(bctx, stateKey{}, &cp)
 	}
 	return bctx, stop

@@ -137,7 +137,7 @@ func numberedAttempt[T any](ctx context.Context, op *Op, n int, fn func(ctx cont
 
 // delay returns the wait before the hedge, and false when there is none.
 func (h *Hedge) delay(op *Op, now time.Time) (time.Duration, bool) {
-	dist := op.estimate(now)
+	dist := op.estimate(mono(now))
 	if dist == nil {
 		return h.Delay, h.Delay > 0
 	}
