@@ -263,14 +263,16 @@ func (g *Gather[T]) finish(ctx context.Context, st *state, res *GatherResult[T],
 			b.Err = context.Cause(bctx)
 			b.Outcome = endedOutcome(bctx, fatal)
 			emit(ctx, st, nil, Event{Kind: EventRefuse, Stage: b.Name, At: r.now, Remaining: r.remaining, Outcome: b.Outcome})
-		case b.Outcome == OutcomeNone: // started and still running: a straggler, canceled on return
-			b.Outcome, b.Err = endedOutcome(bctx, fatal), context.Cause(bctx)
-			b.Duration = r.now.Sub(b.begun)
+		default:
+			if b.Outcome == OutcomeNone { // started and still running: canceled on return
+				b.Outcome, b.Err = endedOutcome(bctx, fatal), context.Cause(bctx)
+				b.Duration = r.now.Sub(b.begun)
+			}
+			// A straggler, whether it returned as the call's context ended
+			// or was still running.
 			res.Stragglers++
 			emit(ctx, st, nil, Event{Kind: EventAttempt, Stage: b.Name, At: b.begun, Duration: b.Duration,
 				Remaining: r.remaining + b.Duration, Outcome: b.Outcome, Err: b.Err})
-		default: // returned after its context ended
-			res.Stragglers++
 		}
 		if g.Branches[i].Optional {
 			res.Incomplete = true
