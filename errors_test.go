@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/timebudget/budget"
@@ -64,30 +65,32 @@ func TestMisconfiguredCallsReturnErrors(t *testing.T) {
 // crashed Op.Do (and, in a hedge, the whole process).
 func TestObserverFuncsOnOpAndBudgetDoNotPanic(t *testing.T) {
 	t.Parallel()
-	var seen atomic.Int32
-	obs := budget.ObserverFunc(func(context.Context, budget.Event) { seen.Add(1) })
-	ctx, cancel := budget.Config{Observer: obs}.Start(context.Background(), time.Second)
-	defer cancel()
-	op := &budget.Op{Name: "dep", Observer: budget.ObserverFunc(func(context.Context, budget.Event) { seen.Add(1) })}
-	if err := op.Do(ctx, func(context.Context) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	h := &budget.Hedge{Delay: time.Millisecond}
-	if _, err := budget.HedgeCall(ctx, h, op, func(context.Context) (int, error) { return 1, nil }); err != nil {
-		t.Fatal(err)
-	}
-	// The arrival once, then each attempt once to each observer.
-	if n := seen.Load(); n != 5 {
-		t.Fatalf("the observers saw %d events, want 5", n)
-	}
-	// The same comparable observer on both sees each event once.
-	rec := &recorder{}
-	ctx2, cancel2 := budget.Config{Observer: rec}.Start(context.Background(), time.Second)
-	defer cancel2()
-	_ = (&budget.Op{Name: "dep", Observer: rec}).Do(ctx2, func(context.Context) error { return nil })
-	if n := len(rec.of(budget.EventAttempt)); n != 1 {
-		t.Fatalf("a shared observer saw the attempt %d times", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var seen atomic.Int32
+		obs := budget.ObserverFunc(func(context.Context, budget.Event) { seen.Add(1) })
+		ctx, cancel := budget.Config{Observer: obs}.Start(context.Background(), time.Second)
+		defer cancel()
+		op := &budget.Op{Name: "dep", Observer: budget.ObserverFunc(func(context.Context, budget.Event) { seen.Add(1) })}
+		if err := op.Do(ctx, func(context.Context) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		h := &budget.Hedge{Delay: time.Millisecond}
+		if _, err := budget.HedgeCall(ctx, h, op, func(context.Context) (int, error) { return 1, nil }); err != nil {
+			t.Fatal(err)
+		}
+		// The arrival once, then each attempt once to each observer.
+		if n := seen.Load(); n != 5 {
+			t.Fatalf("the observers saw %d events, want 5", n)
+		}
+		// The same comparable observer on both sees each event once.
+		rec := &recorder{}
+		ctx2, cancel2 := budget.Config{Observer: rec}.Start(context.Background(), time.Second)
+		defer cancel2()
+		_ = (&budget.Op{Name: "dep", Observer: rec}).Do(ctx2, func(context.Context) error { return nil })
+		if n := len(rec.of(budget.EventAttempt)); n != 1 {
+			t.Fatalf("a shared observer saw the attempt %d times", n)
+		}
+	})
 }
 
 // Regression: Refuse gave a canceled context an expiry, so callers answered
