@@ -25,15 +25,22 @@ type Switch struct {
 // must not be modified.
 func (s *Switch) Load() *Policy { return s.p.Load() }
 
-// Store replaces the policy; nil turns enforcement off. Store keeps its own copy of *p,
-// so the caller may reuse p afterwards. Requests already past Decide keep the decision
-// they got; later calls see the new policy. It allocates once.
-func (s *Switch) Store(p *Policy) {
+// Store replaces the policy; nil turns enforcement off. A policy that [Policy.Validate]
+// rejects is not stored: Store returns Validate's error, which matches
+// [ErrInvalidPolicy] and names the field, and the running policy stays as it was, so
+// that a mistaken reload never loosens or breaks a running server. Store keeps its own
+// copy of *p, so the caller may reuse p afterwards. Requests already past Decide keep
+// the decision they got; later calls see the new policy. It allocates once.
+func (s *Switch) Store(p *Policy) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
 	if p != nil {
 		c := *p
 		p = &c
 	}
 	s.p.Store(p)
+	return nil
 }
 
 // Decide applies the current policy to a request; see [Policy.Decide].
