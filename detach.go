@@ -76,12 +76,7 @@ func (g *Detacher) Go(parent context.Context, stage string, fn func(ctx context.
 		limit = defaultDetachLimit
 	}
 	ctx, cancel := Detach(parent, stage, limit)
-	g.mu.Lock()
-	if g.running == 0 {
-		g.idle = make(chan struct{})
-	}
-	g.running++
-	g.mu.Unlock()
+	g.add()
 	go func() {
 		defer g.done()
 		defer cancel()
@@ -95,6 +90,16 @@ func (g *Detacher) Go(parent context.Context, stage string, fn func(ctx context.
 			Duration: time.Since(start), Remaining: limit, Outcome: outcome, Err: err})
 	}()
 	return nil
+}
+
+// add counts one more piece of work running; done counts it finished.
+func (g *Detacher) add() {
+	g.mu.Lock()
+	if g.running == 0 {
+		g.idle = make(chan struct{})
+	}
+	g.running++
+	g.mu.Unlock()
 }
 
 func (g *Detacher) done() {
