@@ -68,6 +68,7 @@ func TestZeroValues(t *testing.T) {
 		}},
 		{"Detach(bg, \"\", 0)", func() bool { _, cancel := budget.Detach(bg, "", 0); cancel(); return true }},
 		{"WithReserve(bg, 0)", func() bool { return budget.WithReserve(bg, 0) != nil }},
+		{"WithFallback(bg, 0)", func() bool { return budget.WithFallback(bg, 0) == bg }},
 		// Errors.
 		{"Permanent(nil)", func() bool { return budget.Permanent(nil) == nil }},
 		{"IsPermanent(nil)", func() bool { return !budget.IsPermanent(nil) }},
@@ -107,6 +108,10 @@ func TestZeroValues(t *testing.T) {
 		{"zero Hedge.Do", func() bool { return (&budget.Hedge{}).Do(bg, &budget.Op{}, okFn) == nil }},
 		{"HedgeCall(nil, nil, nil)", func() bool { _, err := budget.HedgeCall[int](bg, nil, nil, nil); return misconfigured(err) }},
 		{"nil Ladder.Do", func() bool { _, _, err := nilLadder.Do(bg); return misconfigured(err) }},
+		{"nil Ladder.Need", func() bool { return nilLadder.Need() == 0 }},
+		{"zero Ladder.Need", func() bool {
+			return (&budget.Ladder[int]{}).Need() == 0 && (&budget.Ladder[int]{Rungs: []budget.Rung[int]{{}}}).Need() == 0
+		}},
 		{"nil Gather.Do", func() bool { _, err := nilGather.Do(bg); return err == nil || misconfigured(err) }},
 		{"zero Gather.Do", func() bool { _, err := (&budget.Gather[int]{}).Do(bg); return err == nil || misconfigured(err) }},
 		{"zero Steps.Run", func() bool {
@@ -161,7 +166,7 @@ func TestZeroValues(t *testing.T) {
 		}},
 		{"nil Distribution", func() bool {
 			_, _ = nilDist.Quantile(math.NaN())
-			return nilDist.Count() == 0 && nilDist.Censored() == 0 && nilDist.CDF(0) >= 0 &&
+			return nilDist.Count() == 0 && nilDist.Censored() == 0 && nilDist.CDF(0) >= 0 && !nilDist.Known(time.Second) &&
 				nilDist.Median() >= 0 && nilDist.P99() >= 0
 		}},
 		{"zero Distribution", func() bool {
