@@ -87,6 +87,9 @@ type throttleSlot struct {
 // slot, so tools and pages may call it freely. It reads the clock once and
 // allocates nothing.
 func (o *Op) Admit(ctx context.Context) Admission {
+	if o == nil {
+		return Admission{} // a nil op admits nothing, as its Do runs nothing
+	}
 	now, remaining, ok := clock(ctx)
 	avail := noDeadline
 	if ok {
@@ -99,6 +102,9 @@ func (o *Op) Admit(ctx context.Context) Admission {
 // reserve) should start at now. It neither records anything nor takes a probe
 // slot. It allocates nothing.
 func (o *Op) AdmitAt(now time.Time, available time.Duration) Admission {
+	if o == nil {
+		return Admission{Available: available}
+	}
 	return o.decide(mono(now), available)
 }
 
@@ -308,6 +314,9 @@ func (o *Op) learn(start, end int64, outcome Outcome, probe bool) {
 // learned again. An op resets itself when probes show a recovered
 // dependency.
 func (o *Op) Reset() {
+	if o == nil {
+		return
+	}
 	o.Estimator.Reset()
 	a := &o.adm
 	a.sinceOK.Store(0)
@@ -390,6 +399,9 @@ func (o *Op) need(now time.Time) time.Duration {
 // times the observed p99, the rule of thumb of "a small multiple of p99". With
 // too few samples it is three times Prior, or zero when there is no prior.
 func (o *Op) SuggestedTimeout() time.Duration {
+	if o == nil {
+		return 0
+	}
 	dist := o.estimate(mono(time.Now()))
 	if dist == nil {
 		return 3 * o.Prior

@@ -116,7 +116,8 @@ const defaultMinSamples = 5
 // Times are turned into offsets on the monotonic clock, so a step of the
 // wall clock moves no window. The zero value is ready to use with
 // one-second windows. An Estimator must not be copied after first use. It
-// is safe for concurrent use.
+// is safe for concurrent use. A nil *Estimator records nothing and returns a
+// nil Distribution.
 type Estimator struct {
 	// Window is the length of each of the two rotating windows. The
 	// estimate covers the last window to two windows of samples, the older
@@ -164,6 +165,9 @@ func (e *Estimator) RecordCensored(d time.Duration) { e.record(mono(time.Now()),
 func (e *Estimator) RecordCensoredAt(now time.Time, d time.Duration) { e.record(mono(now), d, true) }
 
 func (e *Estimator) record(m int64, d time.Duration, censored bool) {
+	if e == nil {
+		return // a nil estimator records nothing
+	}
 	w := e.window()
 	ep := floorDiv(m, w)
 	slot := &e.slots[ep&1]
@@ -214,6 +218,9 @@ func (e *Estimator) rotate(slot *window, cur, ep int64) bool {
 // Reset forgets every sample. An [Op] resets its estimator when probes show a
 // dependency has recovered, so a stale slow estimate stops refusing calls.
 func (e *Estimator) Reset() {
+	if e == nil {
+		return
+	}
 	for s := range e.slots {
 		e.slots[s].epoch.Store(math.MinInt64)
 		for i := range e.slots[s].counts {
@@ -236,6 +243,9 @@ func (e *Estimator) Reset() {
 // cached snapshot is returned without allocating. Refreshing scans the
 // buckets once (a few microseconds and one allocation).
 func (e *Estimator) Distribution(now time.Time) *Distribution {
+	if e == nil {
+		return nil // a nil estimator knows nothing; a nil *Distribution is empty
+	}
 	return e.distribution(mono(now), defaultMinSamples)
 }
 
@@ -367,7 +377,8 @@ func min64(a, b int64) int64 {
 }
 
 // Distribution is an immutable snapshot of an [Estimator]. Its methods are
-// safe for concurrent use and allocate nothing.
+// safe for concurrent use and allocate nothing. A nil *Distribution is empty:
+// no samples, and every quantile unknown.
 type Distribution struct {
 	at, softUntil, hardUntil int64         // monotonic offsets
 	min                      int           // the samples the estimate needed
@@ -383,18 +394,28 @@ type Distribution struct {
 // Count returns the number of samples in the snapshot, censored ones
 // included, the older window's weighted by how much of it the sliding window
 // still covers (rounded to a whole number).
-func (d *Distribution) Count() int { return d.n }
+func (d *Distribution) Count() int {
+	if d == nil {
+		return 0
+	}
+	return d.n
+}
 
 // Censored returns how many of the samples were cut off (timed out), weighted
 // like Count.
-func (d *Distribution) Censored() int { return d.censored }
+func (d *Distribution) Censored() int {
+	if d == nil {
+		return 0
+	}
+	return d.censored
+}
 
 // CDF returns the estimated probability that a call finishes within t,
 // interpolating linearly inside a bucket. It is 0 with no samples. Beyond
 // the longest cut-off with no completion past it (see [Distribution.Known])
 // the data say nothing, and CDF returns the probability up to there.
 func (d *Distribution) CDF(t time.Duration) float64 {
-	if d.n == 0 || t <= 0 {
+	if d == nil || d.n == 0 || t <= 0 {
 		return 0
 	}
 	i := bucketOf(t)
@@ -414,7 +435,7 @@ func (d *Distribution) CDF(t time.Duration) float64 {
 // false when t lies beyond the longest cut-off with no completion past it, or
 // when there are no samples. A caller with that much time left is not like
 // any caller that was cut off, and [Op] admission then follows its prior.
-func (d *Distribution) Known(t time.Duration) bool { return d.n > 0 && t < d.horizon }
+func (d *Distribution) Known(t time.Duration) bool { return d != nil && d.n > 0 && t < d.horizon }
 
 // quantileMemo remembers the last quantile asked of a snapshot: an op asks
 // for the same one (its threshold) on every refusal.
@@ -431,6 +452,9 @@ type quantileMemo struct {
 // q is clamped to [0, 1].
 // The last answer is remembered, so asking for the same q again costs a load.
 func (d *Distribution) Quantile(q float64) (time.Duration, bool) {
+	if d == nil {
+		return 0, false
+	}
 	if m := d.cached.Load(); m != nil && m.q == q {
 		return m.d, m.ok
 	}
@@ -466,7 +490,17 @@ func (d *Distribution) quantile(q float64) (time.Duration, bool) {
 }
 
 // Median returns the 0.5 quantile, precomputed when the snapshot was taken.
-func (d *Distribution) Median() time.Duration { return d.p50 }
+func (d *Distribution) Median() time.Duration {
+	if d == nil {
+		return 0
+	}
+	return d.p50
+}
 
 // P99 returns the 0.99 quantile, precomputed when the snapshot was taken.
-func (d *Distribution) P99() time.Duration { return d.p99 }
+func (d *Distribution) P99() time.Duration {
+	if d == nil {
+		return 0
+	}
+	return d.p99
+}

@@ -82,7 +82,8 @@ type GatherResult[T any] struct {
 //
 // The zero value has no branches and returns at once. A Gather holds
 // configuration only and is safe for concurrent use as long as its fields are
-// not changed.
+// not changed. Do on a nil *Gather returns an error matching
+// [ErrMisconfigured].
 type Gather[T any] struct {
 	// Stage names the fan-out in errors. Empty means "gather".
 	Stage string
@@ -125,6 +126,9 @@ var errGatherReturned = errors.New("budget: gather returned")
 // result slice: for eight trivial branches, about twice what plain
 // goroutines with a sync.WaitGroup cost (see BenchmarkGather8).
 func (g *Gather[T]) Do(ctx context.Context) (GatherResult[T], error) {
+	if g == nil {
+		return GatherResult[T]{}, misconfigured("Do on a nil *Gather")
+	}
 	n := len(g.Branches)
 	res := GatherResult[T]{Branches: make([]BranchResult[T], n)}
 	for i := range g.Branches {

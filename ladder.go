@@ -59,7 +59,8 @@ type LadderResult struct {
 //
 // The zero value has no rungs and answers nothing. A Ladder holds
 // configuration only and is safe for concurrent use as long as Rungs is not
-// changed.
+// changed. Do on a nil *Ladder returns an error matching [ErrMisconfigured],
+// and its Need is zero.
 type Ladder[T any] struct {
 	// Rungs are tried in order, from the most expensive to the cheapest.
 	Rungs []Rung[T]
@@ -82,6 +83,9 @@ type Ladder[T any] struct {
 // slice plus what each attempt needs.
 func (l *Ladder[T]) Do(ctx context.Context) (T, LadderResult, error) {
 	var zero T
+	if l == nil {
+		return zero, LadderResult{Answered: -1}, misconfigured("Do on a nil *Ladder")
+	}
 	res := LadderResult{Answered: -1, Rungs: make([]RungReport, len(l.Rungs))}
 	if len(l.Rungs) == 0 {
 		return zero, res, misconfigured("ladder has no rungs")
@@ -117,7 +121,7 @@ func (l *Ladder[T]) Do(ctx context.Context) (T, LadderResult, error) {
 // that the stages before the ladder leave it alone too. It is zero for a
 // ladder without rungs.
 func (l *Ladder[T]) Need() time.Duration {
-	if len(l.Rungs) == 0 || l.Rungs[len(l.Rungs)-1].Op == nil {
+	if l == nil || len(l.Rungs) == 0 || l.Rungs[len(l.Rungs)-1].Op == nil {
 		return 0
 	}
 	return l.Rungs[len(l.Rungs)-1].Op.need(time.Now())

@@ -12,7 +12,9 @@ import (
 //
 // The zero value (with a Name) is usable: it admits every attempt until it
 // has 5 measurements, then requires an even chance of finishing. An Op must
-// not be copied after first use and is safe for concurrent use.
+// not be copied after first use and is safe for concurrent use. A nil *Op
+// runs nothing: Do returns an error matching [ErrMisconfigured], Admit and
+// AdmitAt refuse, and SuggestedTimeout is zero.
 //
 // How an Op learns, with the numbers of the zero value:
 //
