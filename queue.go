@@ -295,16 +295,6 @@ func dropOutcome(reason error) Outcome {
 	return OutcomeExpired
 }
 
-// Len returns the number of items held, dropped ones not yet found included.
-func (q *Queue[T]) Len() int {
-	if q == nil {
-		return 0
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.items.n
-}
-
 // Stats returns the queue's counters and current state.
 func (q *Queue[T]) Stats() QueueStats {
 	if q == nil {

@@ -131,14 +131,14 @@ func TestZeroValues(t *testing.T) {
 		// Queue.
 		{"nil Queue", func() bool {
 			_, _, err := nilQueue.Get(bg)
-			return misconfigured(nilQueue.Put(bg, 1)) && misconfigured(err) && nilQueue.Len() == 0 &&
+			return misconfigured(nilQueue.Put(bg, 1)) && misconfigured(err) && nilQueue.Stats().Len == 0 &&
 				nilQueue.Stats() == budget.QueueStats{}
 		}},
 		{"zero Queue", func() bool {
 			var q budget.Queue[int]
 			ctx, cancel := budget.Start(bg, time.Minute)
 			defer cancel()
-			if q.Put(ctx, 1) != nil || q.Len() != 1 {
+			if q.Put(ctx, 1) != nil || q.Stats().Len != 1 {
 				return false
 			}
 			v, _, err := q.Get(ctx)
