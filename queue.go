@@ -94,7 +94,7 @@ type queued[T any] struct {
 
 // QueueStats counts what a [Queue] did with its items.
 type QueueStats struct {
-	Len          int           // items held now
+	Len          int           // items held now, dropped ones not yet found included
 	Put          int64         // items accepted
 	Served       int64         // items handed out by Get
 	Refused      int64         // items Put refused for lack of time
