@@ -40,6 +40,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	switch args[0] {
 	case "demo":
 		return demoMain(ctx, args[1:], stdout, stderr)
+	case "audit":
+		return auditMain(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -60,8 +62,10 @@ Commands:
 	demo    run services on loopback with injected faults and compare per-call
 	        timeouts, a shared deadline, a shared deadline with admission and
 	        no timeout; prints a table, writes report.html and report.json
+	audit   check the timeouts of a call graph declared in YAML against each
+	        other and the budget; one line per finding with a suggested value
 
-Run 'budget demo --help' for the demo's flags.
+Run 'budget demo --help' for the demo's flags, 'budget audit --help' for audit's.
 `
 
 // quietLog discards the HTTP servers' own error log: the demo cancels
