@@ -274,10 +274,10 @@ func (p *parser) service(s *Service, n *yaml.Node) error {
 }
 
 func (p *parser) call(n *yaml.Node, what string) (Call, error) {
-	c := Call{Pos: pos(orNode(n))}
+	c := Call{Pos: pos(orNode(n)), Share: 1}
 	what += ": call"
 	var to *yaml.Node
-	err := p.fields(n, what, []string{"to", "timeout", "retries", "backoff", "fallback"}, func(key string, v *yaml.Node) error {
+	err := p.fields(n, what, []string{"to", "timeout", "retries", "backoff", "share", "fallback"}, func(key string, v *yaml.Node) error {
 		var err error
 		switch key {
 		case "to":
@@ -289,6 +289,8 @@ func (p *parser) call(n *yaml.Node, what string) (Call, error) {
 			c.Retries, err = p.integer(v, what+": retries", 0, MaxRetries)
 		case "backoff":
 			c.Backoff, err = p.duration(v, what+": backoff", true)
+		case "share":
+			c.Share, err = p.share(v, what+": share")
 		case "fallback":
 			v = resolve(v)
 			if v.Kind != yaml.SequenceNode {
@@ -436,6 +438,18 @@ func (p *parser) integer(n *yaml.Node, what string, lo, hi int) (int, error) {
 		return 0, p.errf(n, "%s: %d is outside [%d, %d]", what, v, lo, hi)
 	}
 	return int(v), nil
+}
+
+func (p *parser) share(n *yaml.Node, what string) (float64, error) {
+	s, err := p.scalar(n, what)
+	if err != nil {
+		return 0, err
+	}
+	v, perr := strconv.ParseFloat(s, 64)
+	if perr != nil || math.IsNaN(v) || v <= 0 || v > 1 {
+		return 0, p.errf(n, "%s: %q is not a fraction in (0, 1]", what, s)
+	}
+	return v, nil
 }
 
 func (p *parser) boolean(n *yaml.Node, what string) (bool, error) {

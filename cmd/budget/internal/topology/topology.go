@@ -21,6 +21,7 @@
 //	        timeout: 1.5s
 //	        retries: 2
 //	        backoff: 50ms
+//	        share: 0.5        # optional: the fraction of requests that make it
 //	        fallback:         # optional: tried in order when the call fails
 //	          - {to: replica, timeout: 300ms}
 //	          - {local: cache, latency: {p50: 1ms, p99: 2ms}}
@@ -99,6 +100,10 @@ type Call struct {
 	Retries int
 	// Backoff is the pause before each retry.
 	Backoff time.Duration
+	// Share is the fraction of the caller's requests that make this call,
+	// in (0, 1]; 1 when the file does not say. A simulation draws it per
+	// request; the audit assumes every call is made.
+	Share float64
 	// Fallback lists what is tried, in order, when every attempt failed.
 	Fallback []Fallback
 	// Pos is where the call is declared.

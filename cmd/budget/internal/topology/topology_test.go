@@ -33,7 +33,7 @@ func TestParseSeed(t *testing.T) {
 		t.Errorf("names %v, want %v", top.Names, want)
 	}
 	c := top.Services["search"].Calls[0]
-	want := topology.Call{To: "db", Timeout: 1500 * time.Millisecond, Retries: 2, Backoff: 50 * time.Millisecond, Pos: topology.Pos{Line: 10, Col: 9}}
+	want := topology.Call{To: "db", Timeout: 1500 * time.Millisecond, Retries: 2, Backoff: 50 * time.Millisecond, Share: 1, Pos: topology.Pos{Line: 10, Col: 9}}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("search's call = %+v, want %+v", c, want)
 	}
@@ -81,7 +81,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"syntax", "syntax.yaml:4:1: bad YAML: did not find expected ',' or '}'"},
 		{"unknown-service", `unknown-service.yaml:6:14: service edge: call: to: unknown service "cache"`},
-		{"unknown-field", `unknown-field.yaml:6:31: service edge: call: unknown field "retry" (known: to, timeout, retries, backoff, fallback)`},
+		{"unknown-field", `unknown-field.yaml:6:31: service edge: call: unknown field "retry" (known: to, timeout, retries, backoff, share, fallback)`},
 		{"negative-timeout", "negative-timeout.yaml:6:27: service edge: call: timeout: -1s is negative"},
 		{"zero-timeout", "zero-timeout.yaml:6:27: service edge: call: timeout: must be more than zero"},
 		{"no-unit", `no-unit.yaml:6:27: service edge: call: timeout: "2" has no unit; write it as 2ms or 2s`},
