@@ -62,6 +62,9 @@ func TestParseExtended(t *testing.T) {
 	if fb[0].To != "simplified" || fb[0].Timeout != 100*time.Millisecond || fb[1].Local != "cache" || fb[1].Latency.P99 != 2*time.Millisecond {
 		t.Errorf("fallbacks %+v", fb)
 	}
+	if e.Calls[0].Share != 0.5 || e.Calls[1].Share != 1 {
+		t.Errorf("shares %g, %g", e.Calls[0].Share, e.Calls[1].Share)
+	}
 	if !top.Services["resolve"].Cancellable || top.Services["geometry"].Cancellable {
 		t.Error("cancellable not read")
 	}
@@ -99,6 +102,7 @@ func TestParseErrors(t *testing.T) {
 		{"fallback-both", "fallback-both.yaml:8:13: service edge: call: fallback: give exactly one of to (a service) or local (such as cache)"},
 		{"calls-not-list", "calls-not-list.yaml:5:12: service edge: calls must be a list"},
 		{"empty", "empty.yaml:1:1: empty file: want entry, budget and services"},
+		{"share", `share.yaml:6:38: service edge: call: share: "1.5" is not a fraction in (0, 1]`},
 		{"not-mapping", "not-mapping.yaml:1:1: the file must be a mapping"},
 	}
 	for _, tt := range tests {
