@@ -76,7 +76,6 @@ type engine struct {
 	refused []int64
 	cutOff  int
 	events  int64
-	scratch [window]int64
 }
 
 const (
@@ -194,6 +193,9 @@ func (e *engine) newInv(svc, parent, req int32, deadline, orphanAt int64) int32 
 }
 
 func (e *engine) arrival() {
+	if e.sent >= e.cfg.Requests {
+		return // a closed-loop user whose next request is not needed
+	}
 	r := e.sent
 	e.sent++
 	if e.cfg.Rate > 0 && e.sent < e.cfg.Requests {
@@ -306,7 +308,7 @@ func (e *engine) tryAttempt(id int32) {
 		ok := left > 0
 		if ok && e.pat == Admission {
 			est := &e.ests[r.svc]
-			if need := est.estimate(&e.scratch); left < need {
+			if need := est.estimate(); left < need {
 				// Refused, unless it is time for a probe and the
 				// declared prior fits.
 				ok = e.now >= est.probeAt && left >= est.prior
@@ -350,9 +352,12 @@ func (e *engine) childDone(id, child int32, ok bool) {
 	x.child = -1
 	x.tok = e.nextTok()
 	if e.pat == Admission {
-		d := int64(never)
-		if ok {
-			d = e.now - x.attStart
+		// A callee that ran out of the time it was handed is recorded as
+		// never finishing (a cut-off says only "longer than this"); one
+		// that answered or failed by itself, as the time it took.
+		d := e.now - x.attStart
+		if !ok && e.invs[child].deadline <= e.now {
+			d = never
 		}
 		e.ests[e.invs[child].svc].record(d)
 	}
@@ -534,6 +539,6 @@ func (e *engine) record(r int32, lat int64, out uint8) {
 	e.ended++
 	e.last = e.now
 	if e.cfg.Rate == 0 && e.sent < e.cfg.Requests {
-		e.ag.push(e.now, evArrive, -1, 0)
+		e.ag.push(e.now+ThinkTime, evArrive, -1, 0)
 	}
 }

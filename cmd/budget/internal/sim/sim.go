@@ -15,7 +15,10 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/timebudget/budget/cmd/budget/internal/topology"
 )
@@ -66,6 +69,10 @@ const (
 	// up on a request, as budget demo's load generator does. Only requests
 	// that neither answer nor fail by then reach it.
 	GiveUpFactor = 3
+	// ThinkTime is how long a user of the closed loop waits between the end
+	// of one request and the next. Without it, requests refused at once
+	// would follow each other at one instant of virtual time.
+	ThinkTime = int64(time.Millisecond)
 )
 
 // Config says what traffic to simulate.
@@ -144,11 +151,21 @@ func Run(t *topology.Topology, cfg Config) ([]Result, error) {
 	}
 	cfg = cfg.withDefaults()
 	m := compile(t, cfg)
-	out := make([]Result, 0, len(Patterns))
-	for _, p := range Patterns {
-		e := newEngine(m, cfg, p)
-		e.run()
-		out = append(out, e.result())
+	// The patterns share nothing but the read-only model, so they run side
+	// by side, one per CPU; each has its own random source, so the results
+	// do not depend on how they were scheduled.
+	out := make([]Result, len(Patterns))
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	for i, p := range Patterns {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			e := newEngine(m, cfg, p)
+			e.run()
+			out[i] = e.result()
+		})
 	}
+	wg.Wait()
 	return out, nil
 }
