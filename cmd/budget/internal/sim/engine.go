@@ -413,6 +413,11 @@ func (e *engine) attemptFailed(id int32) {
 func (e *engine) expire(id int32) {
 	if c := e.invs[id].child; c >= 0 {
 		e.invs[id].child = -1
+		if e.pat == Admission {
+			// The attempt was cut off by the deadline: as far as the
+			// caller knows, the callee would have needed longer.
+			e.ests[e.invs[c].svc].record(never)
+		}
 		e.abandon(c)
 	}
 	e.finish(id, false)

@@ -50,12 +50,12 @@ func TestGeneratedTreeParses(t *testing.T) {
 	if len(top.Names) != 200 {
 		t.Errorf("%d services", len(top.Names))
 	}
-	res, err := sim.Run(top, sim.Config{Requests: 5000, Seed: 1})
+	res, err := sim.Run(top, sim.Config{Requests: 2000, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range res {
-		if r.Requests != 5000 || r.InBudget+r.Late+r.Failed < 0.999 {
+		if r.Requests != 2000 || r.InBudget+r.Late+r.Failed < 0.999 {
 			t.Errorf("%s: %+v", r.Name, r)
 		}
 	}
