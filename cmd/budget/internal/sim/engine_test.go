@@ -48,9 +48,9 @@ services:
 		pattern string
 		latency float64 // ms, every request
 	}{
-		{"per-call", 320},  // 3 × 100ms + 2 × 10ms: past the 250ms budget
-		{"shared", 250},    // 100 + 10 + 100 + 10, then the last 30ms
-		{"none", 750},      // the user gives up at 3 × 250ms
+		{"per-call", 320}, // 3 × 100ms + 2 × 10ms: past the 250ms budget
+		{"shared", 250},   // 100 + 10 + 100 + 10, then the last 30ms
+		{"none", 750},     // the user gives up at 3 × 250ms
 	}
 	for _, tt := range tests {
 		got := r[tt.pattern]
