@@ -140,6 +140,11 @@ func simMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "budget sim: %v\n", err)
 		return 2
 	}
+	if cyc, pos := top.Cycle(); cyc != nil {
+		fmt.Fprintf(stderr, "budget sim: %s:%d:%d: calls form a cycle %s, which cannot be simulated\n",
+			f.file, pos.Line, pos.Col, strings.Join(cyc, " -> "))
+		return 2
+	}
 	for _, s := range f.faults {
 		ft, err := sim.ParseFault(top, s)
 		if err != nil {

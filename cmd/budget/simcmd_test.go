@@ -22,7 +22,7 @@ func TestSimBadInput(t *testing.T) {
 		{"unknown service", []string{bad + "unknown-service.yaml"}, bad + `unknown-service.yaml:6:14: service edge: call: to: unknown service "cache"`},
 		{"negative timeout", []string{bad + "negative-timeout.yaml"}, bad + "negative-timeout.yaml:6:27: service edge: call: timeout: -1s is negative"},
 		{"unknown field", []string{bad + "unknown-field.yaml"}, bad + `unknown-field.yaml:6:31: service edge: call: unknown field "retry"`},
-		{"cycle", []string{"internal/sim/testdata/bad/cycle.yaml"}, "internal/sim/testdata/bad/cycle.yaml: line 9: calls form a cycle a -> b -> a, which cannot be simulated"},
+		{"cycle", []string{"internal/sim/testdata/bad/cycle.yaml"}, "internal/sim/testdata/bad/cycle.yaml:9:9: calls form a cycle a -> b -> a, which cannot be simulated"},
 		{"fault without kind", []string{"--fault", "geometry", geo}, `--fault "geometry" is not SERVICE=KIND`},
 		{"fault on unknown service", []string{"--fault", "payment=hang", geo}, `--fault "payment=hang": unknown service "payment"`},
 		{"unknown fault", []string{"--fault", "geometry=explode", geo}, `unknown fault "explode"`},
