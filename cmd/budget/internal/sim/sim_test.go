@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"bytes"
 	"os"
 	"reflect"
 	"testing"
@@ -43,6 +44,13 @@ func TestDeterministic(t *testing.T) {
 
 func TestGeneratedTreeParses(t *testing.T) {
 	t.Parallel()
+	file, err := os.ReadFile("testdata/tree200.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(file, sim.Tree(200, 1)) {
+		t.Error("testdata/tree200.yaml is not sim.Tree(200, 1); regenerate it")
+	}
 	top, err := topology.Parse("tree.yaml", sim.Tree(200, 1))
 	if err != nil {
 		t.Fatal(err)
