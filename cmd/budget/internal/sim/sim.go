@@ -62,9 +62,13 @@ func (p Pattern) budgetAware() bool { return p == Shared || p == Admission }
 
 // Defaults of Config's zero fields.
 const (
-	DefaultRequests    = 100_000
+	// DefaultRequests is how many requests each pattern serves.
+	DefaultRequests = 100_000
+	// DefaultConcurrency is how many users the closed loop has.
 	DefaultConcurrency = 100
-	DefaultWorkers     = 200
+	// DefaultWorkers is the pool size of a service that declares none, the
+	// seeds' 200 threads.
+	DefaultWorkers = 200
 	// GiveUpFactor times the budget is how long a user waits before giving
 	// up on a request, as budget demo's load generator does. Only requests
 	// that neither answer nor fail by then reach it.

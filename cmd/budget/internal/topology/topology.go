@@ -148,6 +148,8 @@ type Error struct {
 	Msg string
 }
 
+// Error renders the problem as FILE:LINE:COL: message, the form editors and
+// CI logs link to the position.
 func (e *Error) Error() string {
 	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Pos.Line, e.Pos.Col, e.Msg)
 }
