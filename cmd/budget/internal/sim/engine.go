@@ -74,8 +74,11 @@ type engine struct {
 
 	waste   int64 // nanoseconds of worker time after the request was given up
 	refused []int64
-	cutOff  int
-	events  int64
+	// faulty marks the requests that called, or tried to call, a service
+	// with a fault.
+	faulty []bool
+	cutOff int
+	events int64
 }
 
 const (
@@ -95,6 +98,7 @@ func newEngine(m *model, cfg Config, p Pattern) *engine {
 		lat:     make([]int64, cfg.Requests),
 		outcome: make([]uint8, cfg.Requests),
 		refused: make([]int64, len(m.svcs)),
+		faulty:  make([]bool, cfg.Requests),
 	}
 	for i := range e.pools {
 		e.pools[i].free = m.poolSize[i]
@@ -291,6 +295,9 @@ func (e *engine) tryAttempt(id int32) {
 	c := &e.m.svcs[x.svc].calls[x.step]
 	r := &c.rungs[x.rung]
 	x.state = stCalling
+	if r.svc >= 0 && e.m.svcs[r.svc].fault.Kind != 0 {
+		e.faulty[x.req] = true
+	}
 	if r.svc < 0 {
 		x.tok = e.nextTok()
 		e.ag.push(e.now+r.local.draw(e.rng), evLocalDone, id, x.tok)

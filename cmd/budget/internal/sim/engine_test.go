@@ -139,6 +139,13 @@ func TestOverloadCascade(t *testing.T) {
 			t.Errorf("%s: %.2f in budget, goodput %.0f/s against per-call's %.0f/s", p, r[p].InBudget, r[p].GoodputPerSecond, r["per-call"].GoodputPerSecond)
 		}
 	}
+	// The requests that never call the slow dependency: the cascade takes
+	// them down without a deadline, and leaves them alone with one.
+	for p, want := range map[string][2]float64{"per-call": {0, 0.05}, "none": {0, 0.05}, "shared": {0.95, 1}, "admission": {0.95, 1}} {
+		if got := r[p].UnaffectedInBudget; got < want[0] || got > want[1] || r[p].Unaffected < 1500 {
+			t.Errorf("%s: %.2f of %d unaffected requests answered in budget, want [%.2f, %.2f]", p, got, r[p].Unaffected, want[0], want[1])
+		}
+	}
 	if r["admission"].FailureLatencyMs.P50 > 1 {
 		t.Errorf("admission fails in %.1fms at the median; it should refuse the slow call at once", r["admission"].FailureLatencyMs.P50)
 	}

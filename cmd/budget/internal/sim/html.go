@@ -136,7 +136,7 @@ func latencyChart(r *Report) (chart, error) {
 	p.Add(line)
 	p.Legend.Add("budget "+fmtMs(r.BudgetMs), line)
 	p.Legend.Top = true
-	p.Y.Max = top * 1.35
+	p.Y.Max = top * 1.7 // room for the five-line legend above the bars
 	p.NominalX(names(r)...)
 	return renderSVG(p, "time to answer or fail, by pattern", fmt.Sprintf("bar chart of p50 and p99 latency, of all requests and of failures, for each pattern, with the %s budget as a dashed line", fmtMs(r.BudgetMs)))
 }
@@ -182,7 +182,8 @@ func (r *Report) RenderHTML() ([]byte, error) {
 
 var pageTemplate = template.Must(template.New("sim").Funcs(template.FuncMap{
 	"ms": fmtMs, "pct": pct, "secs": fmtSeconds, "counts": counts, "dash": orDash,
-	"gt0": func(x float64) bool { return x > 0 },
+	"gt0":   func(x float64) bool { return x > 0 },
+	"float": func(n int) float64 { return float64(n) },
 }).Parse(`<!doctype html>
 <html lang="en">
 <head>
@@ -208,9 +209,9 @@ ul.notes li { margin: .3rem 0; }
 <p class="sub">{{.Services}} services, entry {{.Entry}} · {{.Traffic}} · simulated in {{printf "%.1f" .WallSeconds}} s</p>
 <p>The same traffic and faults under four patterns: per-call timeouts, one shared deadline, a shared deadline with admission, and no timeout at all.</p>
 <table class="patterns">
-<thead><tr><th class="l">pattern</th><th>p50</th><th>p99</th><th>in budget</th><th>late</th><th>failed</th><th>failure p50</th><th>failure p99</th><th>wasted work</th><th>goodput</th><th class="l">refused before starting</th></tr></thead>
+<thead><tr><th class="l">pattern</th><th>p50</th><th>p99</th><th>in budget</th><th>late</th><th>failed</th><th>failure p50</th><th>failure p99</th><th>wasted work</th><th>goodput</th>{{if .Faults}}<th>unaffected in budget</th>{{end}}<th class="l">refused before starting</th></tr></thead>
 <tbody>
-{{range .Results}}<tr data-pattern="{{.Pattern}}"><td class="l">{{.Name}}</td><td>{{ms .LatencyMs.P50}}</td><td>{{ms .LatencyMs.P99}}</td><td>{{pct .InBudget}}</td><td>{{pct .Late}}</td><td>{{pct .Failed}}</td><td>{{dash (gt0 .Failed) (ms .FailureLatencyMs.P50)}}</td><td>{{dash (gt0 .Failed) (ms .FailureLatencyMs.P99)}}</td><td>{{secs .WastedWorkSeconds}}</td><td>{{printf "%.0f" .GoodputPerSecond}}/s</td><td class="l">{{counts .RefusedBeforeStarting}}</td></tr>
+{{range .Results}}<tr data-pattern="{{.Pattern}}"><td class="l">{{.Name}}</td><td>{{ms .LatencyMs.P50}}</td><td>{{ms .LatencyMs.P99}}</td><td>{{pct .InBudget}}</td><td>{{pct .Late}}</td><td>{{pct .Failed}}</td><td>{{dash (gt0 .Failed) (ms .FailureLatencyMs.P50)}}</td><td>{{dash (gt0 .Failed) (ms .FailureLatencyMs.P99)}}</td><td>{{secs .WastedWorkSeconds}}</td><td>{{printf "%.0f" .GoodputPerSecond}}/s</td>{{if $.Faults}}<td>{{dash (gt0 (float .Unaffected)) (pct .UnaffectedInBudget)}}</td>{{end}}<td class="l">{{counts .RefusedBeforeStarting}}</td></tr>
 {{end}}</tbody>
 </table>
 {{range .Charts}}<h2>{{.Title}}</h2>

@@ -17,6 +17,13 @@ type Result struct {
 	InBudget float64 `json:"in_budget"`
 	Late     float64 `json:"late"`
 	Failed   float64 `json:"failed"`
+	// Unaffected counts the requests that did not call (or try to call) a
+	// service with a fault, and UnaffectedInBudget is the share of them
+	// answered within the budget: the goodput of the requests a fault
+	// should not touch, which worker pools parked on the faulty service
+	// take down too.
+	Unaffected         int     `json:"unaffected"`
+	UnaffectedInBudget float64 `json:"unaffected_in_budget"`
 	// CutOff counts the requests the user gave up on.
 	CutOff int `json:"cut_off"`
 	// LatencyMs is the time to answer or fail, as the user saw it.
@@ -68,10 +75,16 @@ func (e *engine) result() Result {
 		RefusedBeforeStarting: map[string]int64{}}
 	all := make([]int64, 0, n)
 	var failed []int64
-	var in, late int
+	var in, late, unIn int
 	for i := range e.sent {
 		if !e.done[i] {
 			continue
+		}
+		if !e.faulty[i] {
+			r.Unaffected++
+			if e.outcome[i] == outInBudget {
+				unIn++
+			}
 		}
 		all = append(all, e.lat[i])
 		switch e.outcome[i] {
@@ -85,6 +98,9 @@ func (e *engine) result() Result {
 	}
 	if n > 0 {
 		r.InBudget, r.Late, r.Failed = float64(in)/float64(n), float64(late)/float64(n), float64(len(failed))/float64(n)
+	}
+	if r.Unaffected > 0 {
+		r.UnaffectedInBudget = float64(unIn) / float64(r.Unaffected)
 	}
 	if r.SimulatedSeconds > 0 {
 		r.GoodputPerSecond = float64(in) / r.SimulatedSeconds
