@@ -22,10 +22,10 @@ type inv struct {
 	rung     int16 // 0: the call itself; k: its k-th fallback
 	attempt  int16
 	state    uint8
-	gone     bool // the caller stopped waiting
-	holds    bool // holds a worker
-	gen      uint32
-	tok      uint32 // matches the one event the invocation waits for
+	gone     bool   // the caller stopped waiting
+	holds    bool   // holds a worker
+	gen      uint64 // the slot's generation, bumped at each reuse
+	tok      uint64 // matches the one event the invocation waits for
 	deadline int64  // handed deadline, or never
 	orphanAt int64  // when the request it serves was given up, or never
 	start    int64  // when it took its worker
@@ -34,7 +34,7 @@ type inv struct {
 
 type queued struct {
 	id  int32
-	gen uint32
+	gen uint64
 }
 
 type pool struct {
@@ -56,7 +56,7 @@ type engine struct {
 	free  []int32
 	pools []pool
 	ests  []estimator
-	tok   uint32
+	tok   uint64
 
 	// requests
 	arrive  []int64
@@ -109,7 +109,7 @@ func newEngine(m *model, cfg Config, p Pattern) *engine {
 	return e
 }
 
-func (e *engine) nextTok() uint32 { e.tok++; return e.tok }
+func (e *engine) nextTok() uint64 { e.tok++; return e.tok }
 
 func (e *engine) run() {
 	if e.cfg.Rate > 0 {

@@ -17,8 +17,8 @@ const (
 type event struct {
 	at   int64 // virtual nanoseconds
 	seq  uint64
-	id   int32 // invocation or request index
-	gen  uint32
+	gen  uint64 // the invocation's token or generation when scheduled
+	id   int32  // invocation index
 	kind eventKind
 }
 
@@ -38,7 +38,7 @@ type agenda struct {
 	seq uint64
 }
 
-func (a *agenda) push(at int64, kind eventKind, id int32, gen uint32) {
+func (a *agenda) push(at int64, kind eventKind, id int32, gen uint64) {
 	a.seq++
 	a.ev = append(a.ev, event{at: at, seq: a.seq, id: id, gen: gen, kind: kind})
 	i := len(a.ev) - 1

@@ -62,6 +62,9 @@ func (p Pattern) budgetAware() bool { return p == Shared || p == Admission }
 
 // Defaults of Config's zero fields.
 const (
+	// MaxRequests is the most requests a pattern may serve: each takes
+	// about 30 bytes of results, per pattern.
+	MaxRequests = 20_000_000
 	// DefaultRequests is how many requests each pattern serves.
 	DefaultRequests = 100_000
 	// DefaultConcurrency is how many users the closed loop has.
@@ -118,8 +121,8 @@ func (c Config) withDefaults() Config {
 // Validate reports what is wrong with cfg for topology t, or nil.
 func (c Config) Validate(t *topology.Topology) error {
 	var errs []error
-	if c.Requests < 0 || c.Requests > 100_000_000 {
-		errs = append(errs, fmt.Errorf("requests %d is outside [1, 100000000]", c.Requests))
+	if c.Requests < 0 || c.Requests > MaxRequests {
+		errs = append(errs, fmt.Errorf("requests %d is outside [1, %d]", c.Requests, MaxRequests))
 	}
 	if c.Rate < 0 || c.Rate > 1e9 || c.Rate != c.Rate {
 		errs = append(errs, fmt.Errorf("rate %g is outside (0, 1e9]", c.Rate))

@@ -22,6 +22,10 @@ const (
 	MaxWorkers = 1_000_000
 	// MaxServices is the largest number of services a file may declare.
 	MaxServices = 100_000
+	// MaxCalls is the largest number of calls one service may make.
+	MaxCalls = 10_000
+	// MaxFallbacks is the largest number of fallbacks one call may list.
+	MaxFallbacks = 100
 	// maxInput is the largest file Parse reads, in bytes.
 	maxInput = 16 << 20
 )
@@ -261,6 +265,9 @@ func (p *parser) service(s *Service, n *yaml.Node) error {
 			if v.Kind != yaml.SequenceNode {
 				return p.errf(v, "%s: calls must be a list", what)
 			}
+			if len(v.Content) > MaxCalls {
+				return p.errf(v, "%s: more than %d calls", what, MaxCalls)
+			}
 			for _, c := range v.Content {
 				call, err := p.call(resolve(c), what)
 				if err != nil {
@@ -295,6 +302,9 @@ func (p *parser) call(n *yaml.Node, what string) (Call, error) {
 			v = resolve(v)
 			if v.Kind != yaml.SequenceNode {
 				return p.errf(v, "%s: fallback must be a list", what)
+			}
+			if len(v.Content) > MaxFallbacks {
+				return p.errf(v, "%s: more than %d fallbacks", what, MaxFallbacks)
 			}
 			for _, f := range v.Content {
 				fb, err := p.fallback(resolve(f), what+": fallback")
