@@ -142,8 +142,8 @@ func TestOverloadCascade(t *testing.T) {
 	// The requests that never call the slow dependency: the cascade takes
 	// them down without a deadline, and leaves them alone with one.
 	for p, want := range map[string][2]float64{"per-call": {0, 0.05}, "none": {0, 0.05}, "shared": {0.95, 1}, "admission": {0.95, 1}} {
-		if got := r[p].UnaffectedInBudget; got < want[0] || got > want[1] || r[p].Unaffected < 1500 {
-			t.Errorf("%s: %.2f of %d unaffected requests answered in budget, want [%.2f, %.2f]", p, got, r[p].Unaffected, want[0], want[1])
+		if got := r[p].OthersInBudget; got < want[0] || got > want[1] || r[p].Others < 1500 {
+			t.Errorf("%s: %.2f of %d unaffected requests answered in budget, want [%.2f, %.2f]", p, got, r[p].Others, want[0], want[1])
 		}
 	}
 	if r["admission"].FailureLatencyMs.P50 > 1 {

@@ -209,9 +209,9 @@ ul.notes li { margin: .3rem 0; }
 <p class="sub">{{.Services}} services, entry {{.Entry}} · {{.Traffic}} · simulated in {{printf "%.1f" .WallSeconds}} s</p>
 <p>The same traffic and faults under four patterns: per-call timeouts, one shared deadline, a shared deadline with admission, and no timeout at all.</p>
 <table class="patterns">
-<thead><tr><th class="l">pattern</th><th>p50</th><th>p99</th><th>in budget</th><th>late</th><th>failed</th><th>failure p50</th><th>failure p99</th><th>wasted work</th><th>goodput</th>{{if .Faults}}<th>unaffected in budget</th>{{end}}<th class="l">refused before starting</th></tr></thead>
+<thead><tr><th class="l">pattern</th><th>p50</th><th>p99</th><th>in budget</th><th>late</th><th>failed</th><th>failure p50</th><th>failure p99</th><th>wasted work</th><th>goodput</th>{{if .Faults}}<th>others in budget</th>{{end}}<th class="l">refused before starting</th></tr></thead>
 <tbody>
-{{range .Results}}<tr data-pattern="{{.Pattern}}"><td class="l">{{.Name}}</td><td>{{ms .LatencyMs.P50}}</td><td>{{ms .LatencyMs.P99}}</td><td>{{pct .InBudget}}</td><td>{{pct .Late}}</td><td>{{pct .Failed}}</td><td>{{dash (gt0 .Failed) (ms .FailureLatencyMs.P50)}}</td><td>{{dash (gt0 .Failed) (ms .FailureLatencyMs.P99)}}</td><td>{{secs .WastedWorkSeconds}}</td><td>{{printf "%.0f" .GoodputPerSecond}}/s</td>{{if $.Faults}}<td>{{dash (gt0 (float .Unaffected)) (pct .UnaffectedInBudget)}}</td>{{end}}<td class="l">{{counts .RefusedBeforeStarting}}</td></tr>
+{{range .Results}}<tr data-pattern="{{.Pattern}}"><td class="l">{{.Name}}</td><td>{{ms .LatencyMs.P50}}</td><td>{{ms .LatencyMs.P99}}</td><td>{{pct .InBudget}}</td><td>{{pct .Late}}</td><td>{{pct .Failed}}</td><td>{{dash (gt0 .Failed) (ms .FailureLatencyMs.P50)}}</td><td>{{dash (gt0 .Failed) (ms .FailureLatencyMs.P99)}}</td><td>{{secs .WastedWorkSeconds}}</td><td>{{printf "%.0f" .GoodputPerSecond}}/s</td>{{if $.Faults}}<td>{{dash (gt0 (float .Others)) (pct .OthersInBudget)}}</td>{{end}}<td class="l">{{counts .RefusedBeforeStarting}}</td></tr>
 {{end}}</tbody>
 </table>
 {{range .Charts}}<h2>{{.Title}}</h2>

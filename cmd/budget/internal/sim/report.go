@@ -77,7 +77,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	faults := len(r.Faults) > 0
 	head := "pattern             \tp50\tp99\tin budget\tlate\tfailed\tfailure p50\tfailure p99\twasted work\tgoodput\t"
 	if faults {
-		head += "unaffected in budget\t"
+		head += "others in budget\t"
 	}
 	fmt.Fprintln(tw, head+"refused before starting\t")
 	for _, res := range r.Results {
@@ -86,7 +86,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			orDash(res.Failed > 0, fmtMs(res.FailureLatencyMs.P50)), orDash(res.Failed > 0, fmtMs(res.FailureLatencyMs.P99)),
 			fmtSeconds(res.WastedWorkSeconds), fmt.Sprintf("%.0f/s", res.GoodputPerSecond))
 		if faults {
-			fmt.Fprintf(tw, "%s\t", orDash(res.Unaffected > 0, pct(res.UnaffectedInBudget)))
+			fmt.Fprintf(tw, "%s\t", orDash(res.Others > 0, pct(res.OthersInBudget)))
 		}
 		fmt.Fprintf(tw, "%s\t\n", counts(res.RefusedBeforeStarting))
 	}
@@ -106,7 +106,7 @@ func (r *Report) Notes() []string {
 		"Virtual time: a discrete-event simulation, not a measurement; latencies are drawn from log-normal distributions fitted to each service's p50 and p99.",
 		fmt.Sprintf("In budget: answered within %s. Late: answered after it. Failed: an error, a refusal, or no answer by %s, when the user gives up.", fmtMs(r.BudgetMs), fmtMs(r.GiveUpMs)),
 		"Wasted work: worker time services held after the request they served was given up; work still running when the last request ended counts up to that moment.",
-		"Goodput: requests answered within the budget per simulated second. Unaffected in budget: the share answered within the budget of the requests that did not call a faulty service, which a fault should not touch.",
+		"Goodput: requests answered within the budget per simulated second. Others in budget: the share answered within the budget of the requests that never reached a faulty service (not needing it, or queued behind workers parked on it), which a fault should not touch.",
 		"Admission refuses an attempt when the time left is below the 90th percentile of the callee's last 32 attempts as its caller measured them (timed-out attempts count as never finishing), or its declared p99 before 8 samples; one refused call per 100ms still goes through as a probe.",
 	}
 }

@@ -17,13 +17,14 @@ type Result struct {
 	InBudget float64 `json:"in_budget"`
 	Late     float64 `json:"late"`
 	Failed   float64 `json:"failed"`
-	// Unaffected counts the requests that did not call (or try to call) a
-	// service with a fault, and UnaffectedInBudget is the share of them
-	// answered within the budget: the goodput of the requests a fault
-	// should not touch, which worker pools parked on the faulty service
-	// take down too.
-	Unaffected         int     `json:"unaffected"`
-	UnaffectedInBudget float64 `json:"unaffected_in_budget"`
+	// Others counts the requests that never reached a service with a fault
+	// (never called it, nor tried to): those that did not need it, and
+	// those that never got that far, queued behind workers parked on it.
+	// OthersInBudget is the share of them answered within the budget: the
+	// goodput of the requests a fault should not touch, which a cascade
+	// through the worker pools takes down too.
+	Others         int     `json:"others"`
+	OthersInBudget float64 `json:"others_in_budget"`
 	// CutOff counts the requests the user gave up on.
 	CutOff int `json:"cut_off"`
 	// LatencyMs is the time to answer or fail, as the user saw it.
@@ -81,7 +82,7 @@ func (e *engine) result() Result {
 			continue
 		}
 		if !e.faulty[i] {
-			r.Unaffected++
+			r.Others++
 			if e.outcome[i] == outInBudget {
 				unIn++
 			}
@@ -99,8 +100,8 @@ func (e *engine) result() Result {
 	if n > 0 {
 		r.InBudget, r.Late, r.Failed = float64(in)/float64(n), float64(late)/float64(n), float64(len(failed))/float64(n)
 	}
-	if r.Unaffected > 0 {
-		r.UnaffectedInBudget = float64(unIn) / float64(r.Unaffected)
+	if r.Others > 0 {
+		r.OthersInBudget = float64(unIn) / float64(r.Others)
 	}
 	if r.SimulatedSeconds > 0 {
 		r.GoodputPerSecond = float64(in) / r.SimulatedSeconds
