@@ -49,9 +49,10 @@ The file:
 
 A call may list fallbacks tried in order after it failed, each a call
 ({to: SERVICE, timeout: DUR}) or a local answer ({local: cache, latency:
-{p50: DUR, p99: DUR}}). A service may set workers (requests served at a time),
-host (another service whose servers it runs on) and cancellable (its work
-stops when its caller leaves); budget sim uses those.
+{p50: DUR, p99: DUR}}), and a share (the fraction of requests that make
+it; audit assumes every call is made). A service may set workers (requests
+served at a time), host (another service whose servers it runs on) and
+cancellable (its work stops when its caller leaves); budget sim uses those.
 
 Flags:
 
