@@ -55,7 +55,7 @@ func TestPrometheusScrape(t *testing.T) {
 	for _, path := range []string{"/ok", "/expire", "/refuse", "/ladder", "/retry", "/hedge", "/queue", "/detach"} {
 		get(t, srv.URL+path, wire.HeaderRequestTimeout, "2000")
 	}
-	get(t, srv.URL+"/orphan", wire.HeaderRequestTimeout, "15")
+	get(t, srv.URL+"/orphan", wire.HeaderRequestTimeout, orphanBudget)
 	get(t, srv.URL+"/ok", wire.HeaderRequestTimeout, "0")
 
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/metrics", nil)

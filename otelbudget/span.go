@@ -77,11 +77,27 @@ func annotate(ctx context.Context, ev budget.Event) {
 	if ev.Kind == budget.EventArrival {
 		span.SetAttributes(AttrRemainingMS.Float64(ms(ev.Remaining)), AttrStage.String(ev.Stage))
 	}
-	opts := []trace.EventOption{trace.WithAttributes(attrs...)}
-	if !ev.At.IsZero() {
-		opts = append(opts, trace.WithTimestamp(ev.At))
+	at := ev.At
+	if at.IsZero() {
+		at = time.Now()
 	}
-	span.AddEvent("budget."+ev.Kind.String(), opts...)
+	span.AddEvent(eventName(ev.Kind), trace.WithAttributes(attrs...), trace.WithTimestamp(at))
+}
+
+// eventNames are the span event names, built once.
+var eventNames = func() []string {
+	names := make([]string, budget.EventMalformed+1)
+	for k := range names {
+		names[k] = "budget." + budget.EventKind(k).String()
+	}
+	return names
+}()
+
+func eventName(k budget.EventKind) string {
+	if int(k) < len(eventNames) {
+		return eventNames[k]
+	}
+	return "budget." + k.String()
 }
 
 // refusalReason returns the reason label of an event that refused work or a
