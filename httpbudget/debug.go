@@ -26,9 +26,10 @@ const (
 //
 // The page learns about refusals from its [DebugPage.Observer]; set it on
 // [NewHandler] with [WithObserver] (or as a budget's or an Op's observer).
-// The observer costs a few comparisons per event and takes the page's lock
-// only for refusals, expiries and probes: recording the last requests is a
-// bounded ring, and everything else is computed when someone looks.
+// The observer costs a few comparisons per event (and an atomic store per
+// arrival, to remember the latest request's budget) and takes the page's
+// lock only for refusals, expiries and probes: recording the last requests
+// is a bounded ring, and everything else is computed when someone looks.
 //
 // Mount it on an internal mux only (it tells how the service spends its
 // time): mux.Handle("/debug/budget", page). It renders through html/template,

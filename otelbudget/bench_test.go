@@ -127,3 +127,46 @@ func BenchmarkHTTP(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkObserve is the observer alone on one event of each common kind,
+// its stage already seen: the metric path, and the span path on a fresh
+// recording span.
+func BenchmarkObserve(b *testing.B) {
+	mp, tp := benchProviders(b)
+	obs, err := otelbudget.NewObserver(otelbudget.WithMeterProvider(mp))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := budget.Start(context.Background(), time.Hour)
+	defer cancel()
+	now := time.Now()
+	for _, ev := range []budget.Event{
+		{Kind: budget.EventArrival, Stage: "request", At: now, Remaining: time.Second},
+		{Kind: budget.EventAttempt, Stage: "geometry", At: now, Remaining: time.Second, Duration: time.Millisecond, Outcome: budget.OutcomeOK},
+		{Kind: budget.EventRefuse, Stage: "geometry", At: now, Remaining: time.Millisecond, Outcome: budget.OutcomeInsufficient},
+	} {
+		b.Run("metrics/"+ev.Kind.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				obs.Observe(ctx, ev)
+			}
+		})
+	}
+	tracer := tp.Tracer("bench")
+	ev := budget.Event{Kind: budget.EventAttempt, Stage: "geometry", At: now, Remaining: time.Second, Duration: time.Millisecond, Outcome: budget.OutcomeOK}
+	b.Run("span/none", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, span := tracer.Start(ctx, "request")
+			span.End()
+		}
+	})
+	b.Run("span/attempt", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sctx, span := tracer.Start(ctx, "request")
+			obs.Observe(sctx, ev)
+			span.End()
+		}
+	})
+}
