@@ -45,6 +45,8 @@ var fractionBuckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 
 //	budget.detached     counter       {stage}           work detached to run after the answer
 //	budget.orphaned     counter       {stage}           attempts that ended after their caller's deadline had passed
 //
+// budget.used needs the request's whole budget, which the request's ledger
+// holds: it is not recorded for budgets started with the ledger disabled.
 // Every measurement is made with the event's context, so the SDK can attach
 // an exemplar linking the sample to the sampled trace it belongs to.
 //

@@ -257,3 +257,68 @@ func TestObserverAllocations(t *testing.T) {
 		}
 	}
 }
+
+// TestObserveEvents checks, event by event, which metric and attribute set
+// each kind of event records, and that options change what they govern.
+func TestObserveEvents(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	cases := []struct {
+		name   string
+		opts   []otelbudget.Option
+		ev     budget.Event
+		metric string
+		attrs  []attribute.KeyValue
+		absent string // a metric the event must not record
+	}{
+		{"arrival", nil, budget.Event{Kind: budget.EventArrival, Stage: "edge", Remaining: 300 * ms},
+			"budget.remaining", kvs(stage("edge"), event("arrival")), "budget.used"},
+		{"attempt", nil, budget.Event{Kind: budget.EventAttempt, Stage: "db", Remaining: 300 * ms, Duration: 10 * ms, Outcome: budget.OutcomeOK},
+			"budget.remaining", kvs(stage("db"), event("attempt")), "budget.expiries"},
+		{"attempt without a deadline", nil, budget.Event{Kind: budget.EventAttempt, Stage: "db", Duration: 10 * ms, Outcome: budget.OutcomeOK},
+			"budget.used", kvs(stage("db"), outcome("ok")), "budget.remaining"},
+		{"expired attempt", nil, budget.Event{Kind: budget.EventAttempt, Stage: "db", Remaining: 300 * ms, Duration: 300 * ms, Outcome: budget.OutcomeExpired},
+			"budget.expiries", kvs(stage("db")), "budget.orphaned"},
+		{"orphaned attempt", nil, budget.Event{Kind: budget.EventAttempt, Stage: "db", Remaining: 300 * ms, Duration: 306 * ms, Outcome: budget.OutcomeCanceled},
+			"budget.orphaned", kvs(stage("db")), "budget.expiries"},
+		{"within a wider orphan grace", []otelbudget.Option{otelbudget.WithOrphanGrace(10 * ms)},
+			budget.Event{Kind: budget.EventAttempt, Stage: "db", Remaining: 300 * ms, Duration: 306 * ms, Outcome: budget.OutcomeCanceled},
+			"budget.used", kvs(stage("db"), outcome("canceled")), "budget.orphaned"},
+		{"fallback", nil, budget.Event{Kind: budget.EventFallback, Stage: "cache", Remaining: 20 * ms, Duration: ms, Outcome: budget.OutcomeOK},
+			"budget.remaining", kvs(stage("cache"), event("fallback")), "budget.refusals"},
+		{"refusal", nil, budget.Event{Kind: budget.EventRefuse, Stage: "db", Outcome: budget.OutcomeShed},
+			"budget.refusals", kvs(stage("db"), reason("shed")), "budget.remaining"},
+		{"skew", nil, budget.Event{Kind: budget.EventSkew, Stage: "edge"},
+			"budget.refusals", kvs(stage("edge"), reason("skew")), "budget.remaining"},
+		{"malformed", nil, budget.Event{Kind: budget.EventMalformed, Stage: "edge"},
+			"budget.refusals", kvs(stage("edge"), reason("malformed")), "budget.remaining"},
+		{"hedge", nil, budget.Event{Kind: budget.EventHedge, Stage: "db"},
+			"budget.hedges", kvs(stage("db")), "budget.refusals"},
+		{"queue served", nil, budget.Event{Kind: budget.EventQueue, Stage: "jobs", Duration: ms, Outcome: budget.OutcomeOK},
+			"budget.queue.wait", kvs(stage("jobs"), outcome("ok")), "budget.queue.drops"},
+		{"queue drop", nil, budget.Event{Kind: budget.EventQueue, Stage: "jobs", Duration: ms, Outcome: budget.OutcomeExpired},
+			"budget.queue.drops", kvs(stage("jobs"), reason("expired")), "budget.expiries"},
+		{"detach", nil, budget.Event{Kind: budget.EventDetach, Stage: "audit"},
+			"budget.detached", kvs(stage("audit")), "budget.refusals"},
+		{"past the stage limit", []otelbudget.Option{otelbudget.WithStageLimit(1)},
+			budget.Event{Kind: budget.EventDetach, Stage: "second"},
+			"budget.detached", kvs(stage(otelbudget.OtherStage)), "budget.refusals"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, tc.opts...)
+			ctx, cancel := budget.Start(context.Background(), time.Second)
+			defer cancel()
+			r.obs.Observe(ctx, budget.Event{Kind: budget.EventWait, Stage: "first"}) // takes the first stage slot
+			r.obs.Observe(ctx, tc.ev)
+			got := r.collect(t)
+			if p, ok := got[tc.metric].find(tc.attrs...); !ok || p.count != 1 {
+				t.Errorf("%s %v: count %d (found %v), want 1; have %v", tc.metric, tc.attrs, p.count, ok, sets(got[tc.metric]))
+			}
+			if _, ok := got[tc.absent]; ok {
+				t.Errorf("%s recorded too", tc.absent)
+			}
+		})
+	}
+}
