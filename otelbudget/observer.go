@@ -51,10 +51,10 @@ var fractionBuckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 
 // an exemplar linking the sample to the sampled trace it belongs to.
 //
 // An Observer is safe for concurrent use. Observing an event costs a map
-// lookup of its stage and one instrument call, and allocates nothing on the
-// observer's side once the stage's attribute set exists (the SDK's own costs
-// come on top; see BENCH.md); annotating a recording span costs what the
-// tracing SDK charges for an event.
+// lookup of its stage and one to four instrument calls (0.2 to 0.9 µs with
+// the SDK, see BENCH.md) and allocates nothing once the stage's attribute
+// sets exist; annotating a recording span costs what the tracing SDK charges
+// for a span event (about 2 µs and 6 allocations).
 type Observer struct {
 	remaining  metric.Float64Histogram
 	queueWait  metric.Float64Histogram

@@ -3,6 +3,7 @@ package otelbudget_test
 import (
 	"context"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,13 +33,17 @@ func TestBesideOtelhttp(t *testing.T) {
 	get(t, srv.URL+"/ok", wire.HeaderRequestTimeout, "2000")
 	get(t, srv.URL+"/refuse", wire.HeaderRequestTimeout, "2000")
 	get(t, srv.URL+"/ok", wire.HeaderRequestTimeout, "0")
-	const requests = 3
+	get(t, srv.URL+"/expire", wire.HeaderRequestTimeout, "2000")
+	const requests = 4
 
 	spans := r.spans.Ended()
 	if len(spans) != requests {
 		t.Fatalf("%d spans, want %d", len(spans), requests)
 	}
-	ok, refusedInside, refusedOnArrival := spans[0], spans[1], spans[2]
+	// In the order the requests were sent: a span may end after the next
+	// one has started, but it starts before.
+	slices.SortFunc(spans, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
+	ok, refusedInside, refusedOnArrival, expired := spans[0], spans[1], spans[2], spans[3]
 
 	attrs := spanAttrs(ok)
 	if v := attrs[otelbudget.AttrRemainingMS]; v.AsFloat64() <= 1000 || v.AsFloat64() > 2000 {
@@ -76,6 +81,12 @@ func TestBesideOtelhttp(t *testing.T) {
 	}
 	if p.traceIDs[0] != refusedOnArrival.SpanContext().TraceID() {
 		t.Errorf("exemplar trace %s, want the refused request's trace %s", p.traceIDs[0], refusedOnArrival.SpanContext().TraceID())
+	}
+
+	p, found = got["budget.expiries"].find(stage("slow"))
+	if !found || len(p.traceIDs) == 0 || p.traceIDs[0] != expired.SpanContext().TraceID() {
+		t.Errorf("the expiry's sample does not link to the expired request's trace %s: %v (found %v)",
+			expired.SpanContext().TraceID(), p.traceIDs, found)
 	}
 
 	var httpCount int64
