@@ -86,8 +86,12 @@ func NewDebugPage() *DebugPage { return new(DebugPage) }
 
 // Register adds ops to the page; an op registered twice is shown once, and
 // nil ops are ignored. Register the same *budget.Op values the code calls:
-// the page reads their measurements.
+// the page reads their measurements. Registering with a nil *DebugPage does
+// nothing.
 func (d *DebugPage) Register(ops ...*budget.Op) {
+	if d == nil {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.names == nil {
@@ -106,7 +110,8 @@ func (d *DebugPage) Register(ops ...*budget.Op) {
 
 // Observer returns the observer that feeds the page: refusals and expiries
 // by reason, the last refused or expired requests, and probes of registered
-// ops. It is safe for concurrent use and allocates nothing.
+// ops. It is safe for concurrent use and allocates nothing. The observer of a
+// nil *DebugPage does nothing.
 func (d *DebugPage) Observer() budget.Observer { return debugObserver{d} }
 
 type debugObserver struct{ d *DebugPage }
@@ -114,6 +119,9 @@ type debugObserver struct{ d *DebugPage }
 // Observe implements [budget.Observer].
 func (o debugObserver) Observe(ctx context.Context, ev budget.Event) {
 	d := o.d
+	if d == nil {
+		return
+	}
 	switch {
 	case ev.Kind == budget.EventArrival:
 		d.arrival.Store(int64(ev.Remaining))
@@ -157,7 +165,10 @@ func (d *DebugPage) noteProbe(stage string) {
 func (d *DebugPage) note(ctx context.Context, ev budget.Event, reason string, request bool) {
 	now := time.Now()
 	minute := now.Unix() / 60
-	ledger := budget.LedgerFrom(ctx)
+	var ledger *budget.Ledger
+	if ctx != nil {
+		ledger = budget.LedgerFrom(ctx)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	b := &d.minutes[minute%debugMinutes]

@@ -343,3 +343,59 @@ func TestDebugObserverAllocations(t *testing.T) {
 		}
 	}
 }
+
+// TestDebugPageZeroValues runs the page's entry points with a nil page, nil
+// arguments and a bare request: nothing panics, and each answers as
+// documented.
+func TestDebugPageZeroValues(t *testing.T) {
+	t.Parallel()
+	var nilPage *httpbudget.DebugPage
+	checks := []struct {
+		name string
+		ok   func() bool
+	}{
+		{"Register on a nil page", func() bool { nilPage.Register(&budget.Op{Name: "x"}); return true }},
+		{"Observer of a nil page", func() bool {
+			nilPage.Observer().Observe(context.Background(), budget.Event{Kind: budget.EventRefuse})
+			return true
+		}},
+		{"nil page serves an empty page", func() bool {
+			rec := httptest.NewRecorder()
+			nilPage.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/budget", nil))
+			return rec.Code == http.StatusOK && strings.Contains(rec.Body.String(), "No operations registered")
+		}},
+		{"nil request", func() bool {
+			rec := httptest.NewRecorder()
+			httpbudget.NewDebugPage().ServeHTTP(rec, nil)
+			return rec.Code == http.StatusBadRequest
+		}},
+		{"bare request (no URL)", func() bool {
+			rec := httptest.NewRecorder()
+			httpbudget.NewDebugPage().ServeHTTP(rec, &http.Request{Method: http.MethodGet})
+			return rec.Code == http.StatusOK
+		}},
+		{"nil context, nil op, zero event", func() bool {
+			page := httpbudget.NewDebugPage()
+			page.Register(nil)
+			var ctx context.Context
+			page.Observer().Observe(ctx, budget.Event{Kind: budget.EventRefuse})
+			page.Observer().Observe(ctx, budget.Event{})
+			rec := httptest.NewRecorder()
+			page.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/budget?format=json", nil))
+			return rec.Code == http.StatusOK && strings.Contains(rec.Body.String(), `"reason": "none"`)
+		}},
+	}
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("panicked: %v", r)
+				}
+			}()
+			if !c.ok() {
+				t.Fatal("did not give the documented answer")
+			}
+		})
+	}
+}

@@ -79,7 +79,15 @@ func msOf(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
 
 // ServeHTTP serves the page as HTML, or as JSON for ?format=json or an
 // Accept header preferring application/json. Only GET and HEAD are allowed.
+// A nil *DebugPage serves an empty page.
 func (d *DebugPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if d == nil {
+		d = new(DebugPage)
+	}
+	if r == nil {
+		http.Error(w, "httpbudget: the debug page got a nil *http.Request", http.StatusBadRequest)
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "httpbudget: the debug page answers GET and HEAD only", http.StatusMethodNotAllowed)
@@ -104,8 +112,10 @@ func (d *DebugPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func wantsJSON(r *http.Request) bool {
-	if f := r.URL.Query().Get("format"); f != "" {
-		return f == "json"
+	if r.URL != nil {
+		if f := r.URL.Query().Get("format"); f != "" {
+			return f == "json"
+		}
 	}
 	accept := r.Header.Get("Accept")
 	return strings.Contains(accept, "application/json") && !strings.Contains(accept, "text/html")

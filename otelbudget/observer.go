@@ -133,10 +133,14 @@ func (b *builder) counter(m metric.Meter, name, unit, desc string) metric.Int64C
 	return c
 }
 
-// Observe records ev. It implements [budget.Observer].
+// Observe records ev. It implements [budget.Observer]. A nil *Observer
+// records nothing; a nil ctx counts as context.Background().
 func (o *Observer) Observe(ctx context.Context, ev budget.Event) {
 	if o == nil {
 		return
+	}
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	o.measure(ctx, ev)
 	if o.spans {

@@ -235,6 +235,14 @@ func TestNewObserverOptions(t *testing.T) {
 	}
 	var nilObs *otelbudget.Observer
 	nilObs.Observe(context.Background(), budget.Event{Kind: budget.EventRefuse}) // must not panic
+
+	r := newRig(t)
+	var nilCtx context.Context
+	r.obs.Observe(nilCtx, budget.Event{Kind: budget.EventRefuse, Stage: "s", Outcome: budget.OutcomeShed})
+	r.obs.Observe(nilCtx, budget.Event{Kind: budget.EventAttempt, Stage: "s", Remaining: time.Second, Duration: time.Millisecond})
+	if p, ok := r.collect(t)["budget.refusals"].find(stage("s"), reason("shed")); !ok || p.count != 1 {
+		t.Errorf("a refusal observed with a nil context was not counted (found %v, count %d)", ok, p.count)
+	}
 }
 
 // TestObserverAllocations pins what recording an event's metrics costs once
