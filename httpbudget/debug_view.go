@@ -1,0 +1,278 @@
+package httpbudget
+
+import (
+	"cmp"
+	_ "embed"
+	"encoding/json"
+	"html/template"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/timebudget/budget"
+)
+
+//go:embed debug.html
+var debugHTML string
+
+var debugTemplate = template.Must(template.New("debug").Parse(debugHTML))
+
+// suggestedRule is the rule the page states for the suggested timeout.
+const suggestedRule = "suggested timeout = 3 × measured p99 (3 × Prior while too few samples)"
+
+// debugView is what the page shows; its JSON form is the page's JSON twin.
+type debugView struct {
+	Generated        time.Time    `json:"generated"`
+	Rule             string       `json:"suggested_timeout_rule"`
+	RepresentativeMS float64      `json:"representative_budget_ms"`
+	Ops              []opView     `json:"ops"`
+	Minutes          []string     `json:"minutes"`
+	Refusals         []reasonRow  `json:"refusals"`
+	Recent           []recentView `json:"recent"`
+}
+
+type opView struct {
+	Name        string  `json:"name"`
+	Samples     int     `json:"samples"`
+	Censored    int     `json:"censored"`
+	MinSamples  int     `json:"min_samples"`
+	P50MS       float64 `json:"p50_ms"`
+	P99MS       float64 `json:"p99_ms"`
+	P99Known    bool    `json:"p99_known"`
+	SuggestedMS float64 `json:"suggested_timeout_ms"`
+	NeedsMS     float64 `json:"needs_ms"`
+	State       string  `json:"state"`
+	Refusals    int     `json:"refusals"`
+}
+
+type reasonRow struct {
+	Reason string `json:"reason"`
+	Counts []int  `json:"counts"` // oldest minute first, as Minutes
+	Total  int    `json:"total"`
+}
+
+type recentView struct {
+	At       time.Time   `json:"at"`
+	Stage    string      `json:"stage"`
+	Reason   string      `json:"reason"`
+	BudgetMS float64     `json:"budget_ms"`
+	Dropped  int         `json:"dropped"`
+	Events   []eventView `json:"events"`
+}
+
+type eventView struct {
+	Kind        string  `json:"kind"`
+	Stage       string  `json:"stage"`
+	Outcome     string  `json:"outcome,omitempty"`
+	OffsetMS    float64 `json:"offset_ms"`
+	DurationMS  float64 `json:"duration_ms"`
+	RemainingMS float64 `json:"remaining_ms"`
+	Err         string  `json:"error,omitempty"`
+	Left        float64 `json:"-"` // bar start, percent of the scale
+	Width       float64 `json:"-"` // bar width, percent of the scale
+	Bad         bool    `json:"-"` // refused or expired
+}
+
+func msOf(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
+
+// ServeHTTP serves the page as HTML, or as JSON for ?format=json or an
+// Accept header preferring application/json. Only GET and HEAD are allowed.
+// A nil *DebugPage serves an empty page.
+func (d *DebugPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if d == nil {
+		d = new(DebugPage)
+	}
+	if r == nil {
+		http.Error(w, "httpbudget: the debug page got a nil *http.Request", http.StatusBadRequest)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "httpbudget: the debug page answers GET and HEAD only", http.StatusMethodNotAllowed)
+		return
+	}
+	v := d.view(time.Now())
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if wantsJSON(r) {
+		h.Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(v)
+		return
+	}
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	if err := debugTemplate.Execute(w, v); err != nil {
+		http.Error(w, "httpbudget: rendering the debug page failed", http.StatusInternalServerError)
+	}
+}
+
+func wantsJSON(r *http.Request) bool {
+	if r.URL != nil {
+		if f := r.URL.Query().Get("format"); f != "" {
+			return f == "json"
+		}
+	}
+	accept := r.Header.Get("Accept")
+	return strings.Contains(accept, "application/json") && !strings.Contains(accept, "text/html")
+}
+
+// view takes a snapshot of the page's state at now.
+func (d *DebugPage) view(now time.Time) debugView {
+	d.mu.Lock()
+	ops := slices.Clone(d.ops)
+	stats := make([]opStats, len(ops))
+	for i, op := range ops {
+		stats[i] = *d.names[op.Name]
+	}
+	minutes := d.minutes
+	for i := range minutes {
+		minutes[i].reasons = maps(minutes[i].reasons)
+	}
+	recent := d.recentLocked()
+	d.mu.Unlock()
+
+	rep := time.Duration(d.arrival.Load())
+	if rep <= 0 {
+		rep = time.Second
+	}
+	v := debugView{Generated: now, Rule: suggestedRule, RepresentativeMS: msOf(rep)}
+	minute := now.Unix() / 60
+	for i, op := range ops {
+		v.Ops = append(v.Ops, opViewOf(op, &stats[i], now, rep, minute))
+	}
+	slices.SortStableFunc(v.Ops, func(a, b opView) int { return cmp.Compare(a.Name, b.Name) })
+	v.Minutes, v.Refusals = refusalRows(minutes[:], minute)
+	for _, e := range recent {
+		v.Recent = append(v.Recent, recentViewOf(e))
+	}
+	return v
+}
+
+func maps(m map[string]int) map[string]int {
+	out := make(map[string]int, len(m))
+	for k, n := range m {
+		out[k] = n
+	}
+	return out
+}
+
+// recentLocked returns the ring's entries, newest first.
+func (d *DebugPage) recentLocked() []recentEntry {
+	out := make([]recentEntry, 0, len(d.ring))
+	for i := range d.ring {
+		out = append(out, d.ring[(d.next+i)%len(d.ring)])
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// opViewOf describes op at now. Its state is learning while the prior
+// decides (too few samples); otherwise refusing when the op would refuse an
+// attempt given rep, the budget of the latest request seen; probing when it
+// refuses and let a probe through in the last ten seconds; and admitting
+// otherwise.
+func opViewOf(op *budget.Op, st *opStats, now time.Time, rep time.Duration, minute int64) opView {
+	dist := op.Estimator.Distribution(now)
+	minSamples := op.MinSamples
+	if minSamples <= 0 {
+		minSamples = 5
+	}
+	v := opView{Name: op.Name, Samples: dist.Count(), Censored: dist.Censored(), MinSamples: minSamples,
+		P50MS: msOf(dist.Median()), SuggestedMS: msOf(op.SuggestedTimeout())}
+	p99, known := dist.Quantile(0.99)
+	v.P99MS, v.P99Known = msOf(p99), known
+	low := op.AdmitAt(now, op.MinUseful+time.Microsecond)
+	v.NeedsMS = msOf(max(low.Needed, op.MinUseful))
+	adm := op.AdmitAt(now, rep)
+	switch {
+	case !adm.Measured && dist.Count() < minSamples:
+		v.State = "learning"
+	case adm.Admit:
+		v.State = "admitting"
+	case now.Sub(st.lastProbe) < debugProbes:
+		v.State = "probing"
+	default:
+		v.State = "refusing"
+	}
+	for _, c := range st.refusals {
+		if minute-c.minute < debugMinutes {
+			v.Refusals += c.n
+		}
+	}
+	return v
+}
+
+// refusalRows lays out the counts by reason, one column per minute, oldest
+// first, ending with the current minute.
+func refusalRows(buckets []minuteCounts, minute int64) ([]string, []reasonRow) {
+	labels := make([]string, debugMinutes)
+	rows := map[string]*reasonRow{}
+	for i := range debugMinutes {
+		m := minute - int64(debugMinutes-1-i)
+		labels[i] = time.Unix(m*60, 0).UTC().Format("15:04")
+		b := buckets[m%debugMinutes]
+		if b.minute != m {
+			continue
+		}
+		for reason, n := range b.reasons {
+			row := rows[reason]
+			if row == nil {
+				row = &reasonRow{Reason: reason, Counts: make([]int, debugMinutes)}
+				rows[reason] = row
+			}
+			row.Counts[i] += n
+			row.Total += n
+		}
+	}
+	out := make([]reasonRow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, *r)
+	}
+	slices.SortFunc(out, func(a, b reasonRow) int { return cmp.Compare(a.Reason, b.Reason) })
+	return labels, out
+}
+
+// recentViewOf lays out one request's ledger as a waterfall: each event's
+// bar starts at its offset and spans its duration, as a percentage of the
+// request's budget (or of the last event's end, for a request refused before
+// it had a budget).
+func recentViewOf(e recentEntry) recentView {
+	events := e.ledger.Events()
+	total := e.ledger.Budget()
+	if e.ledger == nil {
+		events = []budget.Event{e.event}
+	}
+	scale := total
+	for _, ev := range events {
+		scale = max(scale, ev.Offset+ev.Duration)
+	}
+	if scale <= 0 {
+		scale = time.Millisecond
+	}
+	v := recentView{At: e.at, Stage: e.event.Stage, Reason: e.reason, BudgetMS: msOf(total), Dropped: e.ledger.Dropped()}
+	for _, ev := range events {
+		row := eventView{Kind: ev.Kind.String(), Stage: ev.Stage, OffsetMS: msOf(ev.Offset),
+			DurationMS: msOf(ev.Duration), RemainingMS: msOf(ev.Remaining),
+			Bad: ev.Kind == budget.EventRefuse || ev.Outcome == budget.OutcomeExpired}
+		if ev.Outcome != budget.OutcomeNone {
+			row.Outcome = ev.Outcome.String()
+		}
+		if ev.Err != nil {
+			row.Err = ev.Err.Error()
+		}
+		row.Left = percent(ev.Offset, scale)
+		row.Width = max(percent(ev.Duration, scale), 0.4)
+		row.Left = min(row.Left, 100-row.Width)
+		v.Events = append(v.Events, row)
+	}
+	return v
+}
+
+func percent(d, of time.Duration) float64 {
+	return math.Round(1000*min(max(float64(d)/float64(of), 0), 1)) / 10
+}

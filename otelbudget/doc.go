@@ -1,0 +1,52 @@
+// Package otelbudget reports budgets to OpenTelemetry: an [Observer] that
+// turns the events of every budget (arrivals, attempts, refusals, queue
+// waits, hedges, detached and orphaned work) into metrics, and annotates the
+// span of the request each event belongs to.
+//
+// # Metrics
+//
+// Times are histograms in seconds with bucket boundaries from 100 µs to a
+// minute, set as the instruments' explicit bucket boundaries advice (a view
+// can still override them). Counters count refusals by reason, expiries,
+// hedges, queue drops, detached work and orphaned work. The names are the
+// ones listed on [Observer]; through the OpenTelemetry Prometheus exporter
+// they become budget_remaining_seconds, budget_refusals_total and so on.
+//
+// The metrics are specific to budgets: the observer records no HTTP or gRPC
+// request counts or latencies, so it runs beside otelhttp and otelgrpc
+// without counting anything twice.
+//
+// # Cardinality
+//
+// The attribute keys are stage, event, outcome and reason, and nothing else:
+// never a path, a header, a user or any other request data. event, outcome
+// and reason take values from closed lists (budget.EventKind and
+// budget.Outcome labels, plus skew and malformed). stage comes from code —
+// an Op's name, a handler's stage, a queue's name — but an adapter may put a
+// request's host in it (httpbudget's Transport names local refusals after
+// the host unless given a stage), so the observer reports only the first
+// [DefaultStageLimit] distinct stage names it sees (see [WithStageLimit])
+// and every later one as "other". The number of series is therefore bounded
+// by the stage limit times a small constant, whatever the traffic.
+//
+// # Traces
+//
+// For each event whose context carries a recording span, the observer adds
+// a span event named "budget.<kind>" ("budget.arrival", "budget.attempt",
+// "budget.refuse", ...) with the ledger entry's stage, offset, remaining
+// time, duration, estimate, outcome and attempt number as attributes, so the
+// span shows the same waterfall the ledger does. An arrival sets the span
+// attributes budget.remaining_ms and budget.stage; a refusal sets
+// budget.refusal.stage and budget.refusal.reason, so a refused call is
+// visible, and searchable, in the trace it belongs to. [SetSource] adds
+// budget.source.
+//
+// # Exemplars
+//
+// Every measurement is made with the event's context. When that context
+// carries a sampled span, the OpenTelemetry metric SDK (with its default
+// trace-based exemplar filter) attaches an exemplar holding the trace and
+// span IDs, which links a refusal or an expiry on a dashboard to the trace
+// in which it happened. The Prometheus exporter exposes exemplars in the
+// OpenMetrics format.
+package otelbudget
