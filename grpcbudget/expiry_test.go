@@ -1,0 +1,80 @@
+package grpcbudget_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/timebudget/budget/grpcbudget"
+	"github.com/timebudget/budget/wire"
+)
+
+// fakeStream is a server stream that only has a context.
+type fakeStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *fakeStream) Context() context.Context { return s.ctx }
+
+// TestServerAnswersAnExpiredBudgetDeadlineExceeded is the regression test
+// for a handler that gives up when its budget runs out and returns a nil
+// error: the call went back to the caller as OK.
+func TestServerAnswersAnExpiredBudgetDeadlineExceeded(t *testing.T) {
+	t.Parallel()
+	giveUp := func(ctx context.Context, _ any) (any, error) {
+		<-ctx.Done()
+		return struct{}{}, nil
+	}
+	inTime := func(context.Context, any) (any, error) { return struct{}{}, nil }
+	cases := []struct {
+		name    string
+		handler grpc.UnaryHandler
+		code    codes.Code
+	}{
+		{"gives up, returns nil", giveUp, codes.DeadlineExceeded},
+		{"answers in time", inTime, codes.OK},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 50*ms)
+				defer cancel()
+				u := grpcbudget.UnaryServerInterceptor(grpcbudget.WithStage("checkout"))
+				_, err := u(ctx, nil, &grpc.UnaryServerInfo{FullMethod: "/svc/M"}, tc.handler)
+				if got := status.Code(err); got != tc.code {
+					t.Fatalf("unary: %v (%v), want %v", got, err, tc.code)
+				}
+				s := grpcbudget.StreamServerInterceptor(grpcbudget.WithPolicy(&wire.Policy{Default: 50 * ms}))
+				err = s(nil, &fakeStream{ctx: context.Background()}, &grpc.StreamServerInfo{FullMethod: "/svc/S"},
+					func(_ any, ss grpc.ServerStream) error {
+						_, err := tc.handler(ss.Context(), nil)
+						return err
+					})
+				if got := status.Code(err); got != tc.code {
+					t.Fatalf("stream: %v (%v), want %v", got, err, tc.code)
+				}
+			})
+		})
+	}
+}
+
+// TestServerExpiredBudgetIsNeverOK calls, over the wire, a handler that gives
+// up when its budget runs out and returns an empty reply with a nil error.
+// The budget travels as Request-Timeout-Ms only, under a client deadline far
+// away, so the answer is the server's and not the client's own timer.
+func TestServerExpiredBudgetIsNeverOK(t *testing.T) {
+	t.Parallel()
+	c, _ := serve(t, withServer(grpcbudget.UnaryServerInterceptor(), grpcbudget.StreamServerInterceptor()))
+	for i := range 5 {
+		if err := call(t, c, 10*time.Second, "give-up", "request-timeout-ms", "30"); status.Code(err) != codes.DeadlineExceeded {
+			t.Errorf("call %d: %v, want DEADLINE_EXCEEDED", i, err)
+		}
+	}
+}

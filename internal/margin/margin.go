@@ -1,0 +1,77 @@
+// Package margin keeps the answer margin of a server: the time it holds back
+// from its handler's deadline so that, when the handler runs out of budget,
+// the server's answer reaches the caller before the caller's own deadline.
+//
+// With one shared deadline every hop of a request would expire at the same
+// instant, and the whole cancellation cascade would land on the machine at
+// the moment the first caller stops waiting. A margin per hop staggers the
+// expiries inside-out: the innermost hop's handler stops first, each hop
+// answers its caller while the caller still listens, and the caller's own
+// timer is the last resort.
+//
+// The adaptive margin follows what the server measures: how late, after a
+// handler's deadline, its answer leaves. It is bounded so that it never eats
+// a meaningful share of a small budget.
+package margin
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+const (
+	// Floor is the least adaptive margin: the answer's own write and its
+	// transit back over a local network, which a server cannot see.
+	Floor = time.Millisecond
+	// Cap is the most any adaptive margin holds back.
+	Cap = 10 * time.Millisecond
+	// Share bounds a margin to 1/Share of the caller's time left, 6.25 %,
+	// so a small budget keeps almost all of its time for the work.
+	Share = 16
+)
+
+// Keeper computes the margin of one server. Its zero value is adaptive. It is
+// safe for concurrent use: a margin costs two atomic loads, a sample an
+// atomic load and store.
+type Keeper struct {
+	fixed time.Duration // > 0: fixed margin; < 0: none; 0: adaptive
+	late  atomic.Int64  // peak-following average of lateness, in ns
+}
+
+// New returns a Keeper with a fixed margin d (bounded by Share of the time
+// left), no margin when d is negative, or an adaptive one when d is zero.
+func New(d time.Duration) *Keeper { return &Keeper{fixed: d} }
+
+// For returns the margin to hold back from a caller with left before its
+// deadline: for an adaptive Keeper, Floor plus twice the average lateness,
+// at most Cap; for a fixed one, its value; in both cases at most left/Share.
+func (k *Keeper) For(left time.Duration) time.Duration {
+	if k == nil || k.fixed < 0 || left <= 0 {
+		return 0
+	}
+	m := k.fixed
+	if m == 0 {
+		m = min(Floor+2*time.Duration(k.late.Load()), Cap)
+	}
+	return min(m, left/Share)
+}
+
+// Observe records that a handler whose deadline passed had its answer
+// written late after that deadline. The average follows a rise within a few
+// samples (gain 1/4) and a fall slowly (gain 1/32), so it tracks the high
+// end of what it sees rather than the middle: an answer that is late by the
+// average would already miss the caller. Concurrent samples may overwrite
+// each other; losing one under load changes nothing that matters.
+func (k *Keeper) Observe(late time.Duration) {
+	if k == nil || k.fixed != 0 {
+		return
+	}
+	late = min(max(late, 0), time.Second)
+	cur := time.Duration(k.late.Load())
+	if late > cur {
+		cur += (late - cur) / 4
+	} else {
+		cur -= (cur - late) / 32
+	}
+	k.late.Store(int64(cur))
+}
