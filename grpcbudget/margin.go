@@ -11,7 +11,7 @@ import "time"
 // The default (zero) is adaptive: 1 ms plus twice a peak-following average
 // of how late, after a handler's deadline, handlers return, at most 10 ms.
 // A positive d is a fixed margin; a negative d holds back nothing but
-// Reserve. Either way the margin is at most 1/16 (6.25 %) of the caller's
+// Reserve. Either way the margin is at most 1/10 of the caller's
 // time left, so it never eats a meaningful share of a small budget.
 //
 // With a margin at every hop the innermost handler stops first and each

@@ -45,7 +45,7 @@ import (
 //
 // The handler's deadline is the caller's less the larger of the policy's
 // Reserve and the answer margin ([WithAnswerMargin]; by default adaptive, 1
-// to 10 ms and at most 1/16 of the time left), so that the handler stops,
+// to 10 ms and at most 1/10 of the time left), so that the handler stops,
 // and its status reaches the caller, before the caller stops waiting.
 //
 // Errors the handler returns without a gRPC status are given one with
@@ -217,6 +217,13 @@ func (s *server) arrive(ctx context.Context, method string) (context.Context, co
 	cfg := budget.Config{Stage: stage, Observer: s.cfg.observer, LedgerCapacity: s.cfg.ledgerCap}
 	if v := md[requestAttemptKey]; len(v) == 1 {
 		cfg.Attempt, _, _ = wire.ParseRequestAttempt(v[0])
+	}
+	if dec.Source == wire.SourceRequestTimeout || dec.Source == wire.SourceRequestDeadline {
+		// One of our entries won: the pair tells how long the call was on
+		// the way, which the answer will take again going back.
+		if rel, abs := md["request-timeout-ms"], md["request-deadline"]; len(rel) == 1 && len(abs) == 1 {
+			s.margin.ObserveTransit(now, rel[0], abs[0])
+		}
 	}
 	deadline := dec.Deadline
 	if m := s.margin.For(dec.CallerDeadline.Sub(now)); m > 0 && dec.CallerDeadline.Add(-m).Before(deadline) {

@@ -123,7 +123,7 @@ func TestHandlerKeepsAnAnswerMargin(t *testing.T) {
 		want   time.Duration
 	}{
 		{"adaptive, nothing seen yet: 1 ms", nil, "100", 99 * time.Millisecond},
-		{"at most 1/16 of a small budget", nil, "8", 7500 * time.Microsecond},
+		{"at most 1/10 of a small budget", nil, "8", 7200 * time.Microsecond},
 		{"fixed", []httpbudget.ServerOption{httpbudget.WithAnswerMargin(3 * time.Millisecond)}, "100", 97 * time.Millisecond},
 		{"off", []httpbudget.ServerOption{httpbudget.WithAnswerMargin(-1)}, "100", 100 * time.Millisecond},
 		{"a larger reserve wins", []httpbudget.ServerOption{httpbudget.WithPolicy(&wire.Policy{Reserve: 5 * time.Millisecond})}, "100", 95 * time.Millisecond},

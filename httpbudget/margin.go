@@ -12,7 +12,7 @@ import "time"
 // of how late, after a handler's deadline, this handler's answers leave,
 // at most 10 ms. A positive d is a fixed margin; a negative d holds back
 // nothing but Reserve, so every hop of a request expires at the same
-// instant. Either way the margin is at most 1/16 (6.25 %) of the caller's
+// instant. Either way the margin is at most 1/10 of the caller's
 // time left, so it never eats a meaningful share of a small budget.
 //
 // Why a margin: with one shared deadline every hop expires at once, each

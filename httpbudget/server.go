@@ -28,7 +28,7 @@ import (
 //   - otherwise next runs with a context carrying the request's budget and
 //     its ledger. The budget's deadline is the caller's less the larger of
 //     the policy's Reserve and the answer margin ([WithAnswerMargin]; by
-//     default adaptive, 1 to 10 ms and at most 1/16 of the time left), so
+//     default adaptive, 1 to 10 ms and at most 1/10 of the time left), so
 //     that the handler stops, and its answer reaches the caller, before the
 //     caller stops waiting.
 //
@@ -99,6 +99,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	bcfg := budget.Config{Stage: h.cfg.stage, Observer: h.cfg.observer, LedgerCapacity: h.cfg.ledgerCap}
 	if v := r.Header[wire.HeaderRequestAttempt]; len(v) == 1 {
 		bcfg.Attempt, _, _ = wire.ParseRequestAttempt(v[0])
+	}
+	if dec.Source == wire.SourceRequestTimeout || dec.Source == wire.SourceRequestDeadline {
+		// One of our headers won: the pair tells how long the request
+		// was on the way, which the answer will take again going back.
+		if rel, abs := r.Header[wire.HeaderRequestTimeout], r.Header[wire.HeaderRequestDeadline]; len(rel) == 1 && len(abs) == 1 {
+			h.margin.ObserveTransit(now, rel[0], abs[0])
+		}
 	}
 	deadline := dec.Deadline
 	if m := h.margin.For(dec.CallerDeadline.Sub(now)); m > 0 {

@@ -17,6 +17,8 @@ package margin
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/timebudget/budget/wire"
 )
 
 const (
@@ -25,17 +27,23 @@ const (
 	Floor = time.Millisecond
 	// Cap is the most any adaptive margin holds back.
 	Cap = 10 * time.Millisecond
-	// Share bounds a margin to 1/Share of the caller's time left, 6.25 %,
-	// so a small budget keeps almost all of its time for the work.
-	Share = 16
+	// Share bounds a margin to 1/Share of the caller's time left, 10 %, so
+	// a small budget keeps almost all of its time for the work.
+	Share = 10
+
+	// maxTransit is the largest transit a sample may show; beyond it the
+	// two clocks disagree, which says nothing about transit. It is
+	// wire.DefaultSkew, the bound the inbound policy uses.
+	maxTransit = wire.DefaultSkew
 )
 
 // Keeper computes the margin of one server. Its zero value is adaptive. It is
 // safe for concurrent use: a margin costs two atomic loads, a sample an
 // atomic load and store.
 type Keeper struct {
-	fixed time.Duration // > 0: fixed margin; < 0: none; 0: adaptive
-	late  atomic.Int64  // peak-following average of lateness, in ns
+	fixed   time.Duration // > 0: fixed margin; < 0: none; 0: adaptive
+	late    atomic.Int64  // peak-following average of lateness, in ns
+	transit atomic.Int64  // average transit of requests, in ns
 }
 
 // New returns a Keeper with a fixed margin d (bounded by Share of the time
@@ -43,7 +51,8 @@ type Keeper struct {
 func New(d time.Duration) *Keeper { return &Keeper{fixed: d} }
 
 // For returns the margin to hold back from a caller with left before its
-// deadline: for an adaptive Keeper, Floor plus twice the average lateness,
+// deadline: for an adaptive Keeper, Floor plus twice the average lateness
+// plus the average transit (the answer travels back as the request came),
 // at most Cap; for a fixed one, its value; in both cases at most left/Share.
 func (k *Keeper) For(left time.Duration) time.Duration {
 	if k == nil || k.fixed < 0 || left <= 0 {
@@ -51,7 +60,7 @@ func (k *Keeper) For(left time.Duration) time.Duration {
 	}
 	m := k.fixed
 	if m == 0 {
-		m = min(Floor+2*time.Duration(k.late.Load()), Cap)
+		m = min(Floor+2*time.Duration(k.late.Load())+time.Duration(k.transit.Load()), Cap)
 	}
 	return min(m, left/Share)
 }
@@ -74,4 +83,32 @@ func (k *Keeper) Observe(late time.Duration) {
 		cur -= (cur - late) / 32
 	}
 	k.late.Store(int64(cur))
+}
+
+// ObserveTransit records the transit of a request that arrived at now with
+// rel and abs, its Request-Timeout-Ms and Request-Deadline values. The sender
+// computes both from one deadline at the moment it sends, so now + rel
+// overshoots abs by the time the request spent on the way. Both values are
+// rounded down to the millisecond, so one sample is off by up to a
+// millisecond either way; the average (gain 1/8) cancels that out. A sample
+// outside [-1 ms, 250 ms] says the clocks disagree and is ignored; values
+// that do not parse are ignored.
+func (k *Keeper) ObserveTransit(now time.Time, rel, abs string) {
+	if k == nil || k.fixed != 0 {
+		return
+	}
+	r, ok, _ := wire.ParseRequestTimeout(rel)
+	if !ok {
+		return
+	}
+	a, ok, _ := wire.ParseRequestDeadline(abs)
+	if !ok {
+		return
+	}
+	t := now.Add(r).Sub(a)
+	if t < -time.Millisecond || t > maxTransit {
+		return
+	}
+	cur := time.Duration(k.transit.Load())
+	k.transit.Store(int64(cur + (max(t, 0)-cur)/8))
 }
