@@ -78,3 +78,39 @@ func TestServerExpiredBudgetIsNeverOK(t *testing.T) {
 		}
 	}
 }
+
+// TestServerKeepsAnAnswerMargin checks that the handler's deadline sits the
+// answer margin before the caller's.
+func TestServerKeepsAnAnswerMargin(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		opts []grpcbudget.ServerOption
+		want time.Duration
+	}{
+		{"adaptive, nothing seen yet: 1 ms", nil, 99 * ms},
+		{"fixed", []grpcbudget.ServerOption{grpcbudget.WithAnswerMargin(3 * ms)}, 97 * ms},
+		{"fixed, at most 1/10 of the time left", []grpcbudget.ServerOption{grpcbudget.WithAnswerMargin(50 * ms)}, 90 * ms},
+		{"off", []grpcbudget.ServerOption{grpcbudget.WithAnswerMargin(-1)}, 100 * ms},
+		{"a larger reserve wins", []grpcbudget.ServerOption{grpcbudget.WithPolicy(&wire.Policy{Reserve: 5 * ms})}, 95 * ms},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 100*ms)
+				defer cancel()
+				var got time.Duration
+				_, err := grpcbudget.UnaryServerInterceptor(tc.opts...)(ctx, nil, &grpc.UnaryServerInfo{FullMethod: "/svc/M"},
+					func(ctx context.Context, _ any) (any, error) {
+						dl, _ := ctx.Deadline()
+						got = time.Until(dl)
+						return struct{}{}, nil
+					})
+				if err != nil || got != tc.want {
+					t.Errorf("handler had %v (%v), want %v", got, err, tc.want)
+				}
+			})
+		})
+	}
+}
