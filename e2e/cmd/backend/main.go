@@ -21,7 +21,6 @@ import (
 	"google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/budgettest"
 	"github.com/timebudget/budget/e2e/internal/report"
 	"github.com/timebudget/budget/grpcbudget"
@@ -44,7 +43,10 @@ func (b *backend) UnaryCall(ctx context.Context, req *grpc_testing.SimpleRequest
 	if v := metadata.ValueFromIncomingContext(ctx, "x-request-id"); len(v) > 0 {
 		line.ID = v[0]
 	}
-	if left, ok := budget.Remaining(ctx); ok {
+	// Measured from arrived, so that a preemption in between does not
+	// shorten it.
+	if dl, ok := ctx.Deadline(); ok {
+		left := dl.Sub(arrived)
 		line.Remaining, line.Deadline = int64(left), report.Wall(arrived.Add(left))
 	}
 	dep := b.deps[string(req.GetPayload().GetBody())]

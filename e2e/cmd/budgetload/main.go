@@ -19,8 +19,9 @@
 // backend's work after the client's deadline (p99, zero when it stopped
 // before), connections opened and closed during the measured rounds (all
 // three servers, counted with http.Server.ConnState), and the client's
-// answers: a 504 (with Budget-Expired, or any 504 for careful), the client's
-// own timer, 200 OK, and anything else.
+// answers: a 504 (with Budget-Expired, or any 504 for careful; in brackets
+// those that arrived inside the budget), the client's own timer, 200 OK, and
+// anything else; and the machine's one-minute load average before and after.
 //
 // Usage:
 //
@@ -59,19 +60,20 @@ func main() {
 
 	fmt.Printf("GOMAXPROCS %d, %d CPUs, budget %v, %d rounds per pattern, started %s\n\n",
 		runtime.GOMAXPROCS(0), runtime.NumCPU(), *total, *rounds, time.Now().UTC().Format(time.RFC3339))
-	fmt.Println("| N | pattern | over p50 / p99 (ms) | backend orphan p99 (ms) | backend stop p50 (ms) | conns opened / closed | 504 | client timer | 200 | other |")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Println("| N | pattern | over p50 / p99 (ms) | backend orphan p99 (ms) | backend stop p50 (ms) | conns opened / closed | 504 (in budget) | client timer | 200 | other | load before → after |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, f := range strings.Split(*ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {
 			log.Fatalf("-n: %q is not a positive number", f)
 		}
 		for _, p := range strings.Split(*patterns, ",") {
+			before := loadavg()
 			res, err := run(strings.TrimSpace(p), n, *rounds, *total)
 			if err != nil {
 				log.Fatal(err)
 			}
-			fmt.Println(res.row(n, p))
+			fmt.Println(res.row(n, p) + " " + before + " → " + loadavg() + " |")
 			runtime.GC()
 			time.Sleep(300 * time.Millisecond)
 		}
@@ -80,16 +82,16 @@ func main() {
 
 // result is what one pattern measured at one N.
 type result struct {
-	over, orphan, stop        []time.Duration
-	opened, closed            int64
-	expired, timer, ok, other int
+	over, orphan, stop                  []time.Duration
+	opened, closed                      int64
+	expired, inBudget, timer, ok, other int
 }
 
 func (r *result) row(n int, pattern string) string {
 	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 1, 64) }
-	return fmt.Sprintf("| %d | %s | %s / %s | %s | %s | %d / %d | %d | %d | %d | %d |", n, pattern,
+	return fmt.Sprintf("| %d | %s | %s / %s | %s | %s | %d / %d | %d (%d) | %d | %d | %d |", n, pattern,
 		ms(quantile(r.over, 0.5)), ms(quantile(r.over, 0.99)), ms(quantile(r.orphan, 0.99)), ms(quantile(r.stop, 0.5)),
-		r.opened, r.closed, r.expired, r.timer, r.ok, r.other)
+		r.opened, r.closed, r.expired, r.inBudget, r.timer, r.ok, r.other)
 }
 
 // hops is one pattern's three servers and the client's HTTP client.
@@ -306,6 +308,9 @@ func run(pattern string, n, rounds int, total time.Duration) (*result, error) {
 				switch {
 				case errors.Is(err, httpbudget.ErrUpstreamExpired) || status == http.StatusGatewayTimeout:
 					res.expired++
+					if over <= 0 {
+						res.inBudget++
+					}
 				case errors.Is(err, context.DeadlineExceeded):
 					res.timer++
 				case status == http.StatusOK:
@@ -342,6 +347,16 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[min(int(q*float64(len(s))), len(s)-1)]
+}
+
+// loadavg returns the machine's one-minute load average, or "?" where
+// /proc/loadavg cannot be read.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }
 
 func init() { log.SetOutput(os.Stderr); log.SetFlags(0) }

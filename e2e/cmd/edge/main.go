@@ -5,6 +5,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"log"
@@ -14,7 +15,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/e2e/internal/report"
 	"github.com/timebudget/budget/httpbudget"
 	"github.com/timebudget/budget/wire"
@@ -34,7 +34,10 @@ func main() {
 	work := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived := time.Now()
 		line := report.Line{Hop: "edge", ID: r.URL.Query().Get("id"), Arrived: report.Wall(arrived)}
-		if left, ok := budget.Remaining(r.Context()); ok {
+		// Measured from arrived, so that a preemption in between does not
+		// shorten it.
+		if dl, ok := r.Context().Deadline(); ok {
+			left := dl.Sub(arrived)
 			line.Remaining, line.Deadline = int64(left), report.Wall(arrived.Add(left))
 		}
 		q := url.Values{"id": {line.ID}, "mode": {r.URL.Query().Get("mode")}}
@@ -42,12 +45,18 @@ func main() {
 		line.Sent = report.Wall(time.Now())
 		status := http.StatusOK
 		resp, err := client.Do(req)
+		// An upstream's Budget-Expired answer is an error here, but still
+		// an answer; only our own deadline cancels the call.
+		line.Answered = r.Context().Err() == nil && (err == nil || errors.Is(err, httpbudget.ErrUpstreamExpired))
 		if err != nil {
 			status = httpbudget.StatusOf(err)
 		} else {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
 			status = resp.StatusCode
+		}
+		if status == http.StatusGatewayTimeout {
+			w.Header().Set(wire.HeaderBudgetExpired, wire.FormatBudgetExpired("edge"))
 		}
 		w.WriteHeader(status)
 		line.Done, line.Status = report.Wall(time.Now()), strconv.Itoa(status)
