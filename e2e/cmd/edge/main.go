@@ -25,6 +25,7 @@ func main() {
 	service := flag.String("service", "", "base URL of the service")
 	total := flag.Duration("budget", 100*time.Millisecond, "the budget of every request")
 	reserve := flag.Duration("reserve", time.Millisecond, "time kept back to write the answer")
+	answerMargin := flag.Duration("margin", 0, "the answer margin: 0 adaptive, negative none")
 	flag.Parse()
 
 	base := httpbudget.NewBaseTransport(httpbudget.Limits{})
@@ -62,7 +63,7 @@ func main() {
 		line.Done, line.Status = report.Wall(time.Now()), strconv.Itoa(status)
 		report.Print(line)
 	})
-	h := httpbudget.NewHandler(work, httpbudget.WithStage("edge"),
+	h := httpbudget.NewHandler(work, httpbudget.WithStage("edge"), httpbudget.WithAnswerMargin(*answerMargin),
 		httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Default: *total, Reserve: *reserve}))
 
 	ln, err := net.Listen("tcp", *listen)

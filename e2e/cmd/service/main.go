@@ -27,6 +27,7 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	backend := flag.String("backend", "", "host:port of the backend")
 	reserve := flag.Duration("reserve", time.Millisecond, "time kept back to write the answer")
+	answerMargin := flag.Duration("margin", 0, "the answer margin: 0 adaptive, negative none")
 	flag.Parse()
 
 	conn, err := grpc.NewClient(*backend, grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -61,7 +62,7 @@ func main() {
 		line.Done, line.Status = report.Wall(time.Now()), strconv.Itoa(status)
 		report.Print(line)
 	})
-	h := httpbudget.NewHandler(work, httpbudget.WithStage("service"),
+	h := httpbudget.NewHandler(work, httpbudget.WithStage("service"), httpbudget.WithAnswerMargin(*answerMargin),
 		httpbudget.WithPolicy(&wire.Policy{Reserve: *reserve}))
 
 	ln, err := net.Listen("tcp", *listen)
