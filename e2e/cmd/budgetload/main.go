@@ -1,13 +1,15 @@
 // Command budgetload measures how failures end under load: N concurrent
 // requests cross three HTTP hops on loopback (client → edge → service →
 // backend) to a backend that hangs until its context ends, with 100 ms
-// budgets. It runs two patterns in the same process, one after the other,
+// budgets. It runs three patterns in the same process, one after the other,
 // each with its own fresh servers and connection pools:
 //
 //	budget   the client starts a budget (budget.Start) and sends through
 //	         httpbudget.NewTransport; every hop is an httpbudget.NewHandler
 //	         whose handler relays with what is left; the backend's handler
 //	         returns on ctx.Done without writing, the most common Go handler.
+//	shared   the same with no answer margin (httpbudget.WithAnswerMargin(-1)):
+//	         every hop's deadline is the client's, so all expire at once.
 //	careful  careful Go code: every hop bounds its own work with
 //	         context.WithTimeout(r.Context(), budget), plain net/http clients,
 //	         and the backend answers 504 when its timeout ends.
@@ -55,7 +57,7 @@ func main() {
 	ns := flag.String("n", "100,1000", "comma-separated numbers of concurrent requests")
 	rounds := flag.Int("rounds", 3, "measured rounds of N requests per pattern")
 	total := flag.Duration("budget", 100*time.Millisecond, "the budget of every request")
-	patterns := flag.String("patterns", "budget,careful", "patterns to run, in order")
+	patterns := flag.String("patterns", "budget,careful,shared", "patterns to run, in order")
 	flag.Parse()
 
 	fmt.Printf("GOMAXPROCS %d, %d CPUs, budget %v, %d rounds per pattern, started %s\n\n",
@@ -142,9 +144,14 @@ func setup(pattern string, n int, total time.Duration) (*hops, error) {
 	var wrap func(http.Handler, string) http.Handler
 	var client http.RoundTripper
 	switch pattern {
-	case "budget":
+	case "budget", "shared":
+		m := time.Duration(0) // adaptive
+		if pattern == "shared" {
+			m = -1
+		}
 		wrap = func(h http.Handler, stage string) http.Handler {
-			return httpbudget.NewHandler(h, httpbudget.WithStage(stage), httpbudget.WithLedgerCapacity(-1))
+			return httpbudget.NewHandler(h, httpbudget.WithStage(stage), httpbudget.WithLedgerCapacity(-1),
+				httpbudget.WithAnswerMargin(m))
 		}
 		relay = func(next, stage string) http.Handler {
 			c := &http.Client{Transport: httpbudget.NewTransport(pool(n), httpbudget.WithClientStage(stage))}
@@ -192,7 +199,7 @@ func setup(pattern string, n int, total time.Duration) (*hops, error) {
 		}
 		client = pool(n)
 	default:
-		return nil, fmt.Errorf("unknown pattern %q: want budget or careful", pattern)
+		return nil, fmt.Errorf("unknown pattern %q: want budget, shared or careful", pattern)
 	}
 	b, err := serve(wrap(backend("", "backend"), "backend"))
 	if err != nil {
@@ -285,7 +292,7 @@ func run(pattern string, n, rounds int, total time.Duration) (*result, error) {
 				<-start
 				var ctx context.Context
 				var cancel context.CancelFunc
-				if pattern == "budget" {
+				if pattern != "careful" {
 					ctx, cancel = budget.Start(context.Background(), total)
 				} else {
 					ctx, cancel = context.WithTimeout(context.Background(), total)
