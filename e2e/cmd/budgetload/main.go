@@ -257,8 +257,22 @@ func run(pattern string, n, rounds int, total time.Duration) (*result, error) {
 		return nil, err
 	}
 	defer hs.close()
-	// Warm up: N overlapping requests open N connections at every hop.
+	hs.warmUp(n)
+	opened0, closed0 := hs.conns()
+	res := new(result)
+	for range rounds {
+		hs.round(pattern, n, total, res)
+	}
+	opened, closed := hs.conns()
+	res.opened, res.closed = opened-opened0, closed-closed0
+	return res, nil
+}
+
+// warmUp sends N overlapping requests, which open N connections at every
+// hop, to a backend that answers after 20 ms.
+func (hs *hops) warmUp(n int) {
 	hs.warm.Store(true)
+	defer hs.warm.Store(false)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
@@ -272,79 +286,84 @@ func run(pattern string, n, rounds int, total time.Duration) (*result, error) {
 		})
 	}
 	wg.Wait()
-	hs.warm.Store(false)
 	time.Sleep(100 * time.Millisecond)
-	var opened0, closed0 int64
-	for _, c := range hs.servers {
-		opened0, closed0 = opened0+c.opened.Load(), closed0+c.closed.Load()
-	}
+}
 
-	res := new(result)
-	var mu sync.Mutex
-	for range rounds {
-		for i := range hs.stops {
-			hs.stops[i].Store(0)
-		}
-		deadlines := make([]time.Time, n)
-		start := make(chan struct{})
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				var ctx context.Context
-				var cancel context.CancelFunc
-				if pattern != "careful" {
-					ctx, cancel = budget.Start(context.Background(), total)
-				} else {
-					ctx, cancel = context.WithTimeout(context.Background(), total)
-				}
-				defer cancel()
-				began := time.Now()
-				deadlines[i] = began.Add(total)
-				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, hs.edge+"?id="+strconv.Itoa(i), nil)
-				resp, err := hs.client.Do(req)
-				status := 0
-				if err == nil {
-					_, _ = io.Copy(io.Discard, resp.Body)
-					_ = resp.Body.Close()
-					status = resp.StatusCode
-				}
-				over := time.Since(began) - total
-				mu.Lock()
-				defer mu.Unlock()
-				res.over = append(res.over, over)
-				switch {
-				case errors.Is(err, httpbudget.ErrUpstreamExpired) || status == http.StatusGatewayTimeout:
-					res.expired++
-					if over <= 0 {
-						res.inBudget++
-					}
-				case errors.Is(err, context.DeadlineExceeded):
-					res.timer++
-				case status == http.StatusOK:
-					res.ok++
-				default:
-					res.other++
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
-		// The backend's handlers may still be finishing; give them time.
-		time.Sleep(200 * time.Millisecond)
-		for i := range n {
-			if s := hs.stops[i].Load(); s != 0 {
-				past := time.Unix(0, s).Sub(deadlines[i])
-				res.stop = append(res.stop, past)
-				res.orphan = append(res.orphan, max(past, 0))
-			}
-		}
-	}
+// conns returns the connections the three servers opened and closed so far.
+func (hs *hops) conns() (opened, closed int64) {
 	for _, c := range hs.servers {
-		res.opened, res.closed = res.opened+c.opened.Load(), res.closed+c.closed.Load()
+		opened, closed = opened+c.opened.Load(), closed+c.closed.Load()
 	}
-	res.opened -= opened0
-	res.closed -= closed0
-	return res, nil
+	return opened, closed
+}
+
+// round sends N hanging requests at once and adds what they measured to res.
+func (hs *hops) round(pattern string, n int, total time.Duration, res *result) {
+	for i := range hs.stops {
+		hs.stops[i].Store(0)
+	}
+	deadlines := make([]time.Time, n)
+	start := make(chan struct{})
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			start := context.WithTimeout
+			if pattern != "careful" {
+				start = budget.Start
+			}
+			ctx, cancel := start(context.Background(), total)
+			defer cancel()
+			deadlines[i], _ = ctx.Deadline()
+			status, err := hs.get(ctx, i)
+			over := time.Since(deadlines[i])
+			mu.Lock()
+			defer mu.Unlock()
+			res.add(over, err, status)
+		})
+	}
+	close(start)
+	wg.Wait()
+	// The backend's handlers may still be finishing; give them time.
+	time.Sleep(200 * time.Millisecond)
+	for i := range n {
+		if s := hs.stops[i].Load(); s != 0 {
+			past := time.Unix(0, s).Sub(deadlines[i])
+			res.stop = append(res.stop, past)
+			res.orphan = append(res.orphan, max(past, 0))
+		}
+	}
+}
+
+// get sends request id to the edge and returns its error or status.
+func (hs *hops) get(ctx context.Context, id int) (int, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, hs.edge+"?id="+strconv.Itoa(id), nil)
+	resp, err := hs.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// add records one request's answer, which came over past its deadline.
+func (r *result) add(over time.Duration, err error, status int) {
+	r.over = append(r.over, over)
+	switch {
+	case errors.Is(err, httpbudget.ErrUpstreamExpired) || status == http.StatusGatewayTimeout:
+		r.expired++
+		if over <= 0 {
+			r.inBudget++
+		}
+	case errors.Is(err, context.DeadlineExceeded):
+		r.timer++
+	case status == http.StatusOK:
+		r.ok++
+	default:
+		r.other++
+	}
 }
 
 func quantile(d []time.Duration, q float64) time.Duration {
