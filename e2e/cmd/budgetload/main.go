@@ -309,11 +309,11 @@ func (hs *hops) round(pattern string, n int, total time.Duration, res *result) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			start := context.WithTimeout
+			withBudget := context.WithTimeout
 			if pattern != "careful" {
-				start = budget.Start
+				withBudget = budget.Start
 			}
-			ctx, cancel := start(context.Background(), total)
+			ctx, cancel := withBudget(context.Background(), total)
 			defer cancel()
 			deadlines[i], _ = ctx.Deadline()
 			status, err := hs.get(ctx, i)
