@@ -51,8 +51,8 @@ import (
 // Errors the handler returns without a gRPC status are given one with
 // [CodeOf]; a CANCELLED returned after the budget's deadline becomes
 // DEADLINE_EXCEEDED, and so does a nil error returned after the budget ran
-// out: a budget that ran out never reads as OK. Calls for which the policy sets no deadline run the
-// handler with its context unchanged. The attempt number a client sends as
+// out: a budget that ran out never reads as OK. Calls for which the policy
+// sets no deadline run the handler with its context unchanged. The attempt number a client sends as
 // request-attempt metadata is recorded on the arrival event. Skewed and malformed values are
 // reported to the observer as [budget.EventSkew] and [budget.EventMalformed],
 // refusals as [budget.EventRefuse] with [budget.OutcomeShed] or

@@ -118,7 +118,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		aw.ledger = budget.LedgerFrom(ctx)
 	}
 	h.next.ServeHTTP(aw, r.WithContext(ctx))
-	h.finish(aw, r, ctx)
+	h.finish(ctx, aw, r)
 }
 
 // finish completes the response after the handler returned. A handler whose
@@ -128,7 +128,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // handler had already sent its status, the middleware cannot change it; it
 // adds a Budget-Expired trailer, which reaches callers over HTTP/2 and over
 // HTTP/1.1 chunked responses, and otherwise leaves the response as it is.
-func (h *handler) finish(aw *answerWriter, r *http.Request, ctx context.Context) {
+func (h *handler) finish(ctx context.Context, aw *answerWriter, r *http.Request) {
 	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		aw.send()
 		return
