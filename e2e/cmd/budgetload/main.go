@@ -23,7 +23,9 @@
 // three servers, counted with http.Server.ConnState), and the client's
 // answers: a 504 (with Budget-Expired, or any 504 for careful; in brackets
 // those that arrived inside the budget), the client's own timer, 200 OK, and
-// anything else; and the machine's one-minute load average before and after.
+// anything else; the process's CPU time per request over the measured rounds
+// (all hops and the client, including the rounds' pauses); and the machine's
+// one-minute load average before and after.
 //
 // Usage:
 //
@@ -46,6 +48,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/timebudget/budget"
@@ -62,8 +65,8 @@ func main() {
 
 	fmt.Printf("GOMAXPROCS %d, %d CPUs, budget %v, %d rounds per pattern, started %s\n\n",
 		runtime.GOMAXPROCS(0), runtime.NumCPU(), *total, *rounds, time.Now().UTC().Format(time.RFC3339))
-	fmt.Println("| N | pattern | over p50 / p99 (ms) | backend orphan p99 (ms) | backend stop p50 (ms) | conns opened / closed | 504 (in budget) | client timer | 200 | other | load before → after |")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Println("| N | pattern | over p50 / p99 (ms) | backend orphan p99 (ms) | backend stop p50 (ms) | conns opened / closed | 504 (in budget) | client timer | 200 | other | CPU µs / request | load before → after |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, f := range strings.Split(*ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {
@@ -87,13 +90,14 @@ type result struct {
 	over, orphan, stop                  []time.Duration
 	opened, closed                      int64
 	expired, inBudget, timer, ok, other int
+	cpu                                 time.Duration // CPU time per request, all hops
 }
 
 func (r *result) row(n int, pattern string) string {
 	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 1, 64) }
-	return fmt.Sprintf("| %d | %s | %s / %s | %s | %s | %d / %d | %d (%d) | %d | %d | %d |", n, pattern,
+	return fmt.Sprintf("| %d | %s | %s / %s | %s | %s | %d / %d | %d (%d) | %d | %d | %d | %d |", n, pattern,
 		ms(quantile(r.over, 0.5)), ms(quantile(r.over, 0.99)), ms(quantile(r.orphan, 0.99)), ms(quantile(r.stop, 0.5)),
-		r.opened, r.closed, r.expired, r.inBudget, r.timer, r.ok, r.other)
+		r.opened, r.closed, r.expired, r.inBudget, r.timer, r.ok, r.other, r.cpu.Microseconds())
 }
 
 // hops is one pattern's three servers and the client's HTTP client.
@@ -259,10 +263,12 @@ func run(pattern string, n, rounds int, total time.Duration) (*result, error) {
 	defer hs.close()
 	hs.warmUp(n)
 	opened0, closed0 := hs.conns()
+	cpu0 := cpuTime()
 	res := new(result)
 	for range rounds {
 		hs.round(pattern, n, total, res)
 	}
+	res.cpu = (cpuTime() - cpu0) / time.Duration(n*rounds)
 	opened, closed := hs.conns()
 	res.opened, res.closed = opened-opened0, closed-closed0
 	return res, nil
@@ -373,6 +379,15 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[min(int(q*float64(len(s))), len(s)-1)]
+}
+
+// cpuTime returns the CPU time this process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // loadavg returns the machine's one-minute load average, or "?" where
