@@ -65,8 +65,8 @@ func main() {
 
 	fmt.Printf("GOMAXPROCS %d, %d CPUs, budget %v, %d rounds per pattern, started %s\n\n",
 		runtime.GOMAXPROCS(0), runtime.NumCPU(), *total, *rounds, time.Now().UTC().Format(time.RFC3339))
-	fmt.Println("| N | pattern | over p50 / p99 (ms) | backend orphan p99 (ms) | backend stop p50 (ms) | conns opened / closed | 504 (in budget) | client timer | 200 | other | CPU µs / request | load before → after |")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Println("| N | pattern | over p50 / p99 (ms) | backend orphan p99 (ms) | backend stop p50 (ms) | conns opened / closed | 504 (in budget) | client timer | 200 | other | CPU µs / request | margins p50 edge / service / backend (ms) | load before → after |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, f := range strings.Split(*ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {
@@ -91,13 +91,15 @@ type result struct {
 	opened, closed                      int64
 	expired, inBudget, timer, ok, other int
 	cpu                                 time.Duration // CPU time per request, all hops
+	margins                             [3][]time.Duration
 }
 
 func (r *result) row(n int, pattern string) string {
 	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 1, 64) }
-	return fmt.Sprintf("| %d | %s | %s / %s | %s | %s | %d / %d | %d (%d) | %d | %d | %d | %d |", n, pattern,
+	return fmt.Sprintf("| %d | %s | %s / %s | %s | %s | %d / %d | %d (%d) | %d | %d | %d | %d | %s / %s / %s |", n, pattern,
 		ms(quantile(r.over, 0.5)), ms(quantile(r.over, 0.99)), ms(quantile(r.orphan, 0.99)), ms(quantile(r.stop, 0.5)),
-		r.opened, r.closed, r.expired, r.inBudget, r.timer, r.ok, r.other, r.cpu.Microseconds())
+		r.opened, r.closed, r.expired, r.inBudget, r.timer, r.ok, r.other, r.cpu.Microseconds(),
+		ms(quantile(r.margins[0], 0.5)), ms(quantile(r.margins[1], 0.5)), ms(quantile(r.margins[2], 0.5)))
 }
 
 // hops is one pattern's three servers and the client's HTTP client.
@@ -107,6 +109,9 @@ type hops struct {
 	servers []*counted
 	// stops[id] is when the backend's work for request id stopped (unix ns).
 	stops []atomic.Int64
+	// dls[hop][id] is the handler's deadline at hop (edge, service, backend)
+	// for request id (unix ns), or zero.
+	dls [3][]atomic.Int64
 	// warm makes the backend answer after 20 ms instead of hanging.
 	warm atomic.Bool
 }
@@ -144,6 +149,9 @@ func pool(n int) *http.Transport {
 
 func setup(pattern string, n int, total time.Duration) (*hops, error) {
 	hs := &hops{stops: make([]atomic.Int64, n)}
+	for i := range hs.dls {
+		hs.dls[i] = make([]atomic.Int64, n)
+	}
 	var backend, relay func(next string, stage string) http.Handler
 	var wrap func(http.Handler, string) http.Handler
 	var client http.RoundTripper
@@ -160,6 +168,7 @@ func setup(pattern string, n int, total time.Duration) (*hops, error) {
 		relay = func(next, stage string) http.Handler {
 			c := &http.Client{Transport: httpbudget.NewTransport(pool(n), httpbudget.WithClientStage(stage))}
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hs.saw(r, r.Context(), stage)
 				status := forward(r.Context(), c, next+"?"+r.URL.RawQuery)
 				if status == http.StatusGatewayTimeout {
 					w.Header().Set(wire.HeaderBudgetExpired, wire.FormatBudgetExpired(stage))
@@ -173,6 +182,7 @@ func setup(pattern string, n int, total time.Duration) (*hops, error) {
 					time.Sleep(20 * time.Millisecond)
 					return
 				}
+				hs.saw(r, r.Context(), "backend")
 				<-r.Context().Done() // gives up and writes nothing
 				hs.stopped(r)
 			})
@@ -180,11 +190,12 @@ func setup(pattern string, n int, total time.Duration) (*hops, error) {
 		client = httpbudget.NewTransport(pool(n))
 	case "careful":
 		wrap = func(h http.Handler, _ string) http.Handler { return h }
-		relay = func(next, _ string) http.Handler {
+		relay = func(next, stage string) http.Handler {
 			c := &http.Client{Transport: pool(n)}
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				ctx, cancel := context.WithTimeout(r.Context(), total)
 				defer cancel()
+				hs.saw(r, ctx, stage)
 				w.WriteHeader(forward(ctx, c, next+"?"+r.URL.RawQuery))
 			})
 		}
@@ -196,6 +207,7 @@ func setup(pattern string, n int, total time.Duration) (*hops, error) {
 				}
 				ctx, cancel := context.WithTimeout(r.Context(), total)
 				defer cancel()
+				hs.saw(r, ctx, "backend")
 				<-ctx.Done()
 				hs.stopped(r)
 				w.WriteHeader(http.StatusGatewayTimeout)
@@ -221,6 +233,15 @@ func setup(pattern string, n int, total time.Duration) (*hops, error) {
 	hs.edge = "http://" + e.ln.Addr().String() + "/"
 	hs.client = &http.Client{Transport: client}
 	return hs, nil
+}
+
+// saw records the deadline of ctx, the handler's at stage, for r.
+func (hs *hops) saw(r *http.Request, ctx context.Context, stage string) {
+	hop := map[string]int{"edge": 0, "service": 1, "backend": 2}[stage]
+	dl, ok := ctx.Deadline()
+	if id, err := strconv.Atoi(r.URL.Query().Get("id")); ok && err == nil && id >= 0 && id < len(hs.stops) {
+		hs.dls[hop][id].Store(dl.UnixNano())
+	}
 }
 
 func (hs *hops) stopped(r *http.Request) {
@@ -307,6 +328,9 @@ func (hs *hops) conns() (opened, closed int64) {
 func (hs *hops) round(pattern string, n int, total time.Duration, res *result) {
 	for i := range hs.stops {
 		hs.stops[i].Store(0)
+		for hop := range hs.dls {
+			hs.dls[hop][i].Store(0)
+		}
 	}
 	deadlines := make([]time.Time, n)
 	start := make(chan struct{})
@@ -334,6 +358,15 @@ func (hs *hops) round(pattern string, n int, total time.Duration, res *result) {
 	// The backend's handlers may still be finishing; give them time.
 	time.Sleep(200 * time.Millisecond)
 	for i := range n {
+		prev := deadlines[i].UnixNano()
+		for hop := range hs.dls {
+			dl := hs.dls[hop][i].Load()
+			if dl == 0 {
+				break
+			}
+			res.margins[hop] = append(res.margins[hop], time.Duration(prev-dl))
+			prev = dl
+		}
 		if s := hs.stops[i].Load(); s != 0 {
 			past := time.Unix(0, s).Sub(deadlines[i])
 			res.stop = append(res.stop, past)
