@@ -114,3 +114,35 @@ func TestServerKeepsAnAnswerMargin(t *testing.T) {
 		})
 	}
 }
+
+// TestServerMarginLearnsLateness checks that the adaptive margin grows after
+// handlers returned late past their deadline, with the context's error as
+// most handlers do.
+func TestServerMarginLearnsLateness(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		u := grpcbudget.UnaryServerInterceptor()
+		info := &grpc.UnaryServerInfo{FullMethod: "/svc/M"}
+		late := func(ctx context.Context, _ any) (any, error) {
+			<-ctx.Done()
+			time.Sleep(4 * ms) // the answer leaves late
+			return nil, ctx.Err()
+		}
+		for range 8 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_, _ = u(ctx, nil, info, late)
+			cancel()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		var left time.Duration
+		_, _ = u(ctx, nil, info, func(ctx context.Context, _ any) (any, error) {
+			dl, _ := ctx.Deadline()
+			left = time.Until(dl)
+			return struct{}{}, nil
+		})
+		if margin := time.Second - left; margin < 5*ms || margin > 10*ms {
+			t.Errorf("margin after answers 4 ms late: %v, want between 5 and 10 ms", margin)
+		}
+	})
+}

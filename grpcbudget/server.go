@@ -107,6 +107,7 @@ func (s *server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 	} else {
 		resp, err = handler(bctx, req)
 	}
+	s.learn(bctx)
 	if err != nil {
 		return resp, toStatus(bctx, err)
 	}
@@ -133,10 +134,26 @@ func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	} else {
 		err = handler(srv, ss)
 	}
+	s.learn(bctx)
 	if err == nil {
 		return s.finish(bctx, info.FullMethod)
 	}
 	return toStatus(bctx, err)
+}
+
+// learn teaches the answer margin how late after its deadline a handler
+// returned, whether its budget's timer ended it or its caller left first:
+// on a starved machine the caller's cancellation can run before the
+// budget's own timer, and that is the lateness most worth learning.
+func (s *server) learn(ctx context.Context) {
+	if ctx.Err() == nil {
+		return
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		if late := time.Since(deadline); late > 0 {
+			s.margin.Observe(late)
+		}
+	}
 }
 
 // finish checks a handler that returned a nil error. When its budget had run
@@ -144,14 +161,10 @@ func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 // after the budget ran out is late by definition, and an OK would tell the
 // caller it succeeded. For a stream, the messages already sent stay sent; the
 // status, which comes last, says the stream was cut short. A call canceled by
-// its caller is left alone. finish also teaches the answer margin how late
-// after the deadline the handler returned.
+// its caller is left alone.
 func (s *server) finish(ctx context.Context, method string) error {
 	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return nil
-	}
-	if deadline, ok := ctx.Deadline(); ok {
-		s.margin.Observe(time.Since(deadline))
 	}
 	return &codedError{code: codes.DeadlineExceeded,
 		err: &budget.Error{Stage: s.stage(method), Outcome: budget.OutcomeExpired, Err: context.DeadlineExceeded}}

@@ -129,13 +129,25 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // adds a Budget-Expired trailer, which reaches callers over HTTP/2 and over
 // HTTP/1.1 chunked responses, and otherwise leaves the response as it is.
 func (h *handler) finish(ctx context.Context, aw *answerWriter, r *http.Request) {
-	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	err := ctx.Err()
+	if err == nil {
 		aw.send()
 		return
 	}
-	// The budget ran out: learn how late the answer leaves, after it left.
+	// Learn how late after the deadline the answer left, whether the
+	// budget's timer ended the handler or the caller left first: on a
+	// starved machine the caller's cancellation can run before the budget's
+	// own timer, and that is the lateness most worth learning.
 	deadline, _ := ctx.Deadline()
-	defer func() { h.margin.Observe(time.Since(deadline)) }()
+	defer func() {
+		if late := time.Since(deadline); late > 0 {
+			h.margin.Observe(late)
+		}
+	}()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		aw.send()
+		return
+	}
 	if aw.sent {
 		aw.Header().Set(http.TrailerPrefix+wire.HeaderBudgetExpired, wire.FormatBudgetExpired(h.cfg.stage))
 		return
