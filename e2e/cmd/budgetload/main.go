@@ -14,8 +14,10 @@
 //	         context.WithTimeout(r.Context(), budget), plain net/http clients,
 //	         and the backend answers 504 when its timeout ends.
 //
-// Before measuring, one round of N requests to a backend that answers after
-// 20 ms opens N connections at every hop; then -rounds rounds of N hanging
+// Before measuring, -learn rounds of N hanging requests (1 by default) let
+// the adaptive answer margins learn the machine, as a running service's
+// would; then one round of N requests to a backend that answers after 20 ms
+// opens N connections at every hop; then -rounds rounds of N hanging
 // requests are measured. It prints, per N and pattern: the client's time past
 // its budget (p50, p99; negative is an answer inside the budget), the
 // backend's work after the client's deadline (p99, zero when it stopped
@@ -59,12 +61,13 @@ import (
 func main() {
 	ns := flag.String("n", "100,1000", "comma-separated numbers of concurrent requests")
 	rounds := flag.Int("rounds", 3, "measured rounds of N requests per pattern")
+	learn := flag.Int("learn", 1, "unmeasured rounds of N hanging requests first, from which adaptive margins learn")
 	total := flag.Duration("budget", 100*time.Millisecond, "the budget of every request")
 	patterns := flag.String("patterns", "budget,careful,shared", "patterns to run, in order")
 	flag.Parse()
 
-	fmt.Printf("GOMAXPROCS %d, %d CPUs, budget %v, %d rounds per pattern, started %s\n\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), *total, *rounds, time.Now().UTC().Format(time.RFC3339))
+	fmt.Printf("GOMAXPROCS %d, %d CPUs, budget %v, %d unmeasured and %d measured rounds per pattern, started %s\n\n",
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), *total, *learn, *rounds, time.Now().UTC().Format(time.RFC3339))
 	fmt.Println("| N | pattern | over p50 / p99 (ms) | backend orphan p99 (ms) | backend stop p50 (ms) | conns opened / closed | 504 (in budget) | client timer | 200 | other | CPU µs / request | margins p50 edge / service / backend (ms) | load before → after |")
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, f := range strings.Split(*ns, ",") {
@@ -74,7 +77,7 @@ func main() {
 		}
 		for _, p := range strings.Split(*patterns, ",") {
 			before := loadavg()
-			res, err := run(strings.TrimSpace(p), n, *rounds, *total)
+			res, err := run(strings.TrimSpace(p), n, *learn, *rounds, *total)
 			if err != nil {
 				log.Fatal(err)
 			}
@@ -276,12 +279,15 @@ func forward(ctx context.Context, c *http.Client, url string) int {
 	return resp.StatusCode
 }
 
-func run(pattern string, n, rounds int, total time.Duration) (*result, error) {
+func run(pattern string, n, learn, rounds int, total time.Duration) (*result, error) {
 	hs, err := setup(pattern, n, total)
 	if err != nil {
 		return nil, err
 	}
 	defer hs.close()
+	for range learn {
+		hs.round(pattern, n, total, new(result))
+	}
 	hs.warmUp(n)
 	opened0, closed0 := hs.conns()
 	cpu0 := cpuTime()
