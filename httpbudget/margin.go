@@ -8,7 +8,7 @@ import "time"
 // The handler's deadline is the caller's less the larger of the margin and
 // the policy's Reserve.
 //
-// The default (zero) is adaptive: 1 ms plus twice a peak-following average
+// The default (zero) is adaptive: 1 ms plus four times a peak-following average
 // of how late, after a handler's deadline, this handler's answers leave,
 // at most 10 ms. A positive d is a fixed margin; a negative d holds back
 // nothing but Reserve, so every hop of a request expires at the same

@@ -20,10 +20,10 @@ func TestFor(t *testing.T) {
 	}{
 		{"adaptive, nothing seen: the floor", 0, nil, time.Second, margin.Floor},
 		{"adaptive, bounded by the share", 0, nil, 8 * ms, 800 * time.Microsecond},
-		{"adaptive, follows lateness up", 0, []time.Duration{4 * ms}, time.Second, margin.Floor + 2*ms},
+		{"adaptive, follows lateness up", 0, []time.Duration{4 * ms}, time.Second, margin.Floor + 4*ms},
 		{"adaptive, capped", 0, []time.Duration{time.Minute, time.Minute, time.Minute, time.Minute}, time.Second, margin.Cap},
 		{"adaptive, capped by the share", 0, []time.Duration{40 * ms, 40 * ms}, 100 * ms, 100 * ms / margin.Share},
-		{"adaptive, falls slowly", 0, []time.Duration{4 * ms, 0}, time.Second, margin.Floor + 2*(ms-ms/32)},
+		{"adaptive, falls slowly", 0, []time.Duration{4 * ms, 0}, time.Second, margin.Floor + 4*(ms-ms/32)},
 		{"fixed", 3 * ms, []time.Duration{time.Minute}, time.Second, 3 * ms},
 		{"fixed, bounded by the share", 3 * ms, nil, 20 * ms, 2 * ms},
 		{"off", -1, []time.Duration{time.Minute}, time.Second, 0},
