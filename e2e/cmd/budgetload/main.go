@@ -45,6 +45,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,7 +65,18 @@ func main() {
 	learn := flag.Int("learn", 1, "unmeasured rounds of N hanging requests first, from which adaptive margins learn")
 	total := flag.Duration("budget", 100*time.Millisecond, "the budget of every request")
 	patterns := flag.String("patterns", "budget,careful,shared", "patterns to run, in order")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	fmt.Printf("GOMAXPROCS %d, %d CPUs, budget %v, %d unmeasured and %d measured rounds per pattern, started %s\n\n",
 		runtime.GOMAXPROCS(0), runtime.NumCPU(), *total, *learn, *rounds, time.Now().UTC().Format(time.RFC3339))
