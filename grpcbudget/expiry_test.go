@@ -14,13 +14,13 @@ import (
 	"github.com/timebudget/budget/wire"
 )
 
-// fakeStream is a server stream that only has a context.
-type fakeStream struct {
+// budgetStream is a server stream that only has a context.
+type budgetStream struct {
 	grpc.ServerStream
 	ctx context.Context
 }
 
-func (s *fakeStream) Context() context.Context { return s.ctx }
+func (s *budgetStream) Context() context.Context { return s.ctx }
 
 // TestServerAnswersAnExpiredBudgetDeadlineExceeded is the regression test
 // for a handler that gives up when its budget runs out and returns a nil
@@ -52,7 +52,7 @@ func TestServerAnswersAnExpiredBudgetDeadlineExceeded(t *testing.T) {
 					t.Fatalf("unary: %v (%v), want %v", got, err, tc.code)
 				}
 				s := grpcbudget.StreamServerInterceptor(grpcbudget.WithPolicy(&wire.Policy{Default: 50 * ms}))
-				err = s(nil, &fakeStream{ctx: context.Background()}, &grpc.StreamServerInfo{FullMethod: "/svc/S"},
+				err = s(nil, &budgetStream{ctx: context.Background()}, &grpc.StreamServerInfo{FullMethod: "/svc/S"},
 					func(_ any, ss grpc.ServerStream) error {
 						_, err := tc.handler(ss.Context(), nil)
 						return err
