@@ -2,19 +2,40 @@ package budget
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
 	"time"
 )
 
 // Admission defaults, stated in [Op]'s field docs.
 const (
 	defaultThreshold  = 0.5
-	defaultMinSamples = 20
-	defaultProbeEvery = 500 * time.Millisecond
+	defaultProbeEvery = 100 * time.Millisecond
+	defaultThrottle   = 2.0
+	// minProbeGap is the shortest interval between probes: the first probe
+	// goes this soon after refusals begin (or the op's probe floor, if
+	// longer), and the interval doubles after each probe that fails.
+	minProbeGap = 10 * time.Millisecond
+	// rampStart is the share of otherwise refused calls (in 1/rampFull)
+	// readmitted after the first probe that succeeds; each success doubles
+	// it, and a full share resets the op.
+	rampStart = 512
+	rampFull  = 1024
+	// maxProbeEvery bounds how many refusals a probe waits for: the count
+	// doubles after each probe that fails, so an op called a few times a
+	// second probes a dead dependency on ever fewer of its calls.
+	maxProbeEvery = 16
+	// stallCalls is how many attempts must have started since the last
+	// success, with none succeeding for stallFactor times the usual
+	// latency, before the op treats the dependency as stalled.
+	stallCalls  = 5
+	stallFactor = 4
+	// throttleMin is how many requests the throttling windows must have
+	// seen before throttling may refuse anything: one failure in a row is
+	// not a failing dependency.
+	throttleMin = 10
 )
-
-// probeWinsToReset is how many probes in a row must succeed inside the time
-// the estimate called insufficient before the estimate is discarded.
-const probeWinsToReset = 3
 
 // Admission is the outcome of an [Op]'s admission check.
 type Admission struct {
@@ -28,11 +49,36 @@ type Admission struct {
 	// Needed is the time the estimate says the attempt needs to reach the
 	// threshold (or Safety × median); zero when nothing is known.
 	Needed time.Duration
-	// Probability is the estimated chance of finishing within Available.
+	// Probability is the estimated chance of finishing within Available;
+	// 1 when the samples say nothing about that much time and the prior
+	// admits.
 	Probability float64
-	// Measured reports whether the estimate came from measurements rather
+	// Measured reports whether the decision came from measurements rather
 	// than the prior.
 	Measured bool
+
+	throttled bool // refused by error-rate throttling, not for lack of time
+}
+
+// admissionState is what an [Op] keeps between calls, besides its
+// estimator. Every time is a monotonic offset (see mono).
+type admissionState struct {
+	good      atomic.Int64  // moving average of the latency of successful attempts, ns; 0 before the first
+	lastOK    atomic.Int64  // offset when the last successful attempt ended
+	sinceOK   atomic.Int32  // attempts started since the last success
+	lastProbe atomic.Int64  // offset of the last probe admitted; 0 while the op is not refusing
+	gap       atomic.Int64  // current interval between probes, ns; 0 means the shortest
+	share     atomic.Uint32 // share of otherwise refused calls readmitted, in 1/rampFull
+	refused   atomic.Int32  // calls refused since the last probe
+	every     atomic.Int32  // refusals a probe waits for; 0 means 1
+	throttle  [2]throttleSlot
+}
+
+// throttleSlot counts attempts and successes over one throttling window.
+type throttleSlot struct {
+	epoch    atomic.Int64
+	requests atomic.Int64
+	accepts  atomic.Int64
 }
 
 // Admit reports whether an attempt should start now in ctx's budget: the time
@@ -41,6 +87,9 @@ type Admission struct {
 // slot, so tools and pages may call it freely. It reads the clock once and
 // allocates nothing.
 func (o *Op) Admit(ctx context.Context) Admission {
+	if o == nil {
+		return Admission{} // a nil op admits nothing, as its Do runs nothing
+	}
 	now, remaining, ok := clock(ctx)
 	avail := noDeadline
 	if ok {
@@ -53,6 +102,13 @@ func (o *Op) Admit(ctx context.Context) Admission {
 // reserve) should start at now. It neither records anything nor takes a probe
 // slot. It allocates nothing.
 func (o *Op) AdmitAt(now time.Time, available time.Duration) Admission {
+	if o == nil {
+		return Admission{Available: available}
+	}
+	return o.decide(mono(now), available)
+}
+
+func (o *Op) decide(m int64, available time.Duration) Admission {
 	dec := Admission{Available: available, Probability: 1, Admit: true}
 	if available <= 0 || available <= o.MinUseful {
 		dec.Admit, dec.Probability = false, 0
@@ -61,25 +117,20 @@ func (o *Op) AdmitAt(now time.Time, available time.Duration) Admission {
 	if available == noDeadline {
 		return dec
 	}
-	dist := o.estimate(now)
-	if dist == nil {
-		if o.Prior <= 0 {
-			return dec
-		}
-		dec.Needed = o.Prior
-		if o.Safety > 0 {
-			dec.Needed = time.Duration(o.Safety * float64(o.Prior))
-		}
-		if available < dec.Needed {
-			dec.Admit, dec.Probability = false, 0
-		}
+	if o.stalled(m) {
+		dec.Admit, dec.Probability, dec.Measured = false, 0, true
 		return dec
+	}
+	dist := o.estimate(m)
+	if dist == nil || !dist.Known(available) {
+		return o.byPrior(dec)
 	}
 	dec.Measured = true
 	dec.Probability = dist.CDF(available)
 	if o.Safety > 0 {
-		dec.Needed = time.Duration(o.Safety * float64(dist.p50))
-		dec.Admit = available >= dec.Needed
+		median, ok := dist.Quantile(0.5)
+		dec.Needed = time.Duration(o.Safety * float64(median))
+		dec.Admit = ok && available >= dec.Needed
 		return dec
 	}
 	dec.Admit = dec.Probability >= o.threshold()
@@ -89,21 +140,40 @@ func (o *Op) AdmitAt(now time.Time, available time.Duration) Admission {
 	return dec
 }
 
-// estimate returns the distribution admission uses at now, or nil when
-// there is none and the prior applies. While an op refuses calls it stops
-// getting samples, and its windows empty; falling back to the prior then
-// would let a burst of doomed calls through every time the windows turn. So
-// the last estimate that had enough samples stays in force until the op is
-// reset (by probes that show a recovery, or by [Op.Reset]).
-func (o *Op) estimate(now time.Time) *Distribution {
-	dist := o.Estimator.Distribution(now)
-	if dist.n >= o.minSamples() {
-		if o.learned.Load() != dist {
-			o.learned.Store(dist)
-		}
-		return dist
+// byPrior decides by the prior alone: before the op has measurements, or
+// for a caller with more time than any that was cut off.
+func (o *Op) byPrior(dec Admission) Admission {
+	if o.Prior <= 0 {
+		return dec
 	}
-	return o.learned.Load()
+	dec.Needed = o.Prior
+	if o.Safety > 0 {
+		dec.Needed = time.Duration(o.Safety * float64(o.Prior))
+	}
+	if dec.Available < dec.Needed {
+		dec.Admit, dec.Probability = false, 0
+	}
+	return dec
+}
+
+// estimate returns the distribution admission uses at m, or nil while the op
+// has fewer than MinSamples samples and its prior applies.
+func (o *Op) estimate(m int64) *Distribution {
+	dist := o.Estimator.distribution(m, o.minSamples())
+	if dist.n < o.minSamples() {
+		return nil
+	}
+	return dist
+}
+
+// stalled reports whether attempts keep starting and none succeeds: at
+// least stallCalls have started since the last success, and none has
+// succeeded for stallFactor times the usual latency. A dependency that hangs
+// is refused this way before the first attempt has been cut off, which a
+// latency estimate can only learn once attempts end.
+func (o *Op) stalled(m int64) bool {
+	good := o.adm.good.Load()
+	return good > 0 && o.adm.sinceOK.Load() >= stallCalls && m-o.adm.lastOK.Load() > stallFactor*max(good, int64(time.Millisecond))
 }
 
 func (o *Op) minSamples() int {
@@ -120,75 +190,219 @@ func (o *Op) threshold() float64 {
 	return defaultThreshold
 }
 
-// admit is AdmitAt plus the probe trickle.
-func (o *Op) admit(now time.Time, available time.Duration) Admission {
-	dec := o.AdmitAt(now, available)
-	if dec.Admit || available <= 0 || available <= o.MinUseful || o.ProbeEvery < 0 {
+// admit is decide plus the probes and the error-rate throttle: what an
+// attempt of the op goes through before it starts.
+func (o *Op) admit(m int64, available time.Duration) Admission {
+	dec := o.decide(m, available)
+	switch {
+	case dec.Admit:
+		if o.throttled(m) {
+			dec.Admit, dec.throttled = false, true
+		}
+		return dec
+	case !dec.Measured || o.ProbeEvery < 0:
 		return dec
 	}
-	every := o.ProbeEvery
-	if every == 0 {
-		every = defaultProbeEvery
+	// Refused on measurements: a probe may go, but only to a call with
+	// enough time to show that the dependency is back.
+	floor := o.probeFloor()
+	if available < floor {
+		return dec
 	}
-	last := o.lastProbe.Load()
+	if s := o.adm.share.Load(); s > 0 && rand.Uint32N(rampFull) < s {
+		dec.Admit, dec.Probe = true, true
+		return dec
+	}
+	last := o.adm.lastProbe.Load()
 	if last == 0 {
-		// The first refusal starts the probe interval: the op has not been
-		// refusing long enough for a probe to tell anything.
-		o.lastProbe.CompareAndSwap(0, now.UnixNano())
+		// The first refusal starts the probe interval.
+		o.adm.lastProbe.CompareAndSwap(0, m)
 		return dec
 	}
-	if now.UnixNano()-last >= int64(every) && o.lastProbe.CompareAndSwap(last, now.UnixNano()) {
+	if o.adm.refused.Add(1) < max(o.adm.every.Load(), 1) {
+		return dec
+	}
+	if m-last >= o.probeGap() && o.adm.lastProbe.CompareAndSwap(last, m) {
+		o.adm.refused.Store(0)
 		dec.Admit, dec.Probe = true, true
 	}
 	return dec
 }
 
-// probed learns from the end of a probe that started at start: a success is
-// evidence that the estimate is too pessimistic, and the next probe may go
-// at once (like a breaker's half-open state letting trial calls through one
-// after another); probeWinsToReset successes in a row reset the op. A failure
-// ends the streak, unless a probe started after it has succeeded since: a
-// probe sent just before a recovery fails late and says nothing new.
-func (o *Op) probed(start time.Time, ok bool) {
-	if ok {
-		o.lastWin.Store(start.UnixNano())
-		if o.probeWins.Add(1) >= probeWinsToReset {
+// probeFloor is the least time a probe needs to show that the dependency is
+// back: twice its usual latency (the prior, or the moving average of its
+// successes, whichever is longer), and more than MinUseful. A probe is
+// capped at it, so a probe of a dependency that is still slow costs that
+// much and no more. Zero when nothing is known.
+func (o *Op) probeFloor() time.Duration {
+	base := max(o.Prior, time.Duration(o.adm.good.Load()))
+	if base <= 0 {
+		return 0
+	}
+	return max(2*base, o.MinUseful+1)
+}
+
+// probeGap returns the interval before the next probe.
+func (o *Op) probeGap() int64 {
+	if g := o.adm.gap.Load(); g > 0 {
+		return g
+	}
+	return int64(max(minProbeGap, o.probeFloor()/2))
+}
+
+// probed learns from the end of a probe: a success readmits a share of the
+// refused calls, doubling with each further success until the op resets
+// itself; a probe that ran its course and failed halves nothing but stops
+// the ramp and doubles the interval to the next probe, up to ProbeEvery. A
+// probe the caller abandoned says nothing about the dependency and only
+// frees the probe slot.
+func (o *Op) probed(m int64, outcome Outcome) {
+	a := &o.adm
+	switch outcome {
+	case OutcomeOK:
+		a.gap.Store(0)
+		a.every.Store(0)
+		s := a.share.Load()
+		next := max(2*s, rampStart)
+		if next >= rampFull {
 			o.Reset()
 			return
 		}
-		o.lastProbe.Store(1) // long ago: the next refusal probes
-		return
-	}
-	if start.UnixNano() >= o.lastWin.Load() {
-		o.probeWins.Store(0)
+		a.share.CompareAndSwap(s, next)
+		a.lastProbe.Store(m - o.probeGap()) // the next refusal may probe at once
+	case OutcomeCanceled:
+		a.lastProbe.Store(m - o.probeGap())
+	default:
+		a.share.Store(0)
+		every := int64(o.ProbeEvery)
+		if every <= 0 {
+			every = int64(defaultProbeEvery)
+		}
+		a.gap.Store(min(2*o.probeGap(), max(every, int64(minProbeGap))))
+		a.every.Store(min(2*max(a.every.Load(), 1), maxProbeEvery))
 	}
 }
 
-// need returns the time an attempt of o is expected to need at now: the
-// time its admission requires (Safety × median, or the latency at its
-// threshold, or Prior before it has measurements), and always more than its
-// MinUseful.
-func (o *Op) need(now time.Time) time.Duration {
-	var est time.Duration
-	dist := o.estimate(now)
-	switch {
-	case dist != nil && o.Safety > 0:
-		est = time.Duration(o.Safety * float64(dist.Median()))
-	case dist != nil:
-		est, _ = dist.Quantile(o.threshold())
-	case o.Safety > 0:
-		est = time.Duration(o.Safety * float64(o.Prior))
-	default:
-		est = o.Prior
+// learn updates the admission state with the end of an attempt that started
+// at offset start and ended at offset end.
+func (o *Op) learn(start, end int64, outcome Outcome, probe bool) {
+	a := &o.adm
+	if outcome == OutcomeOK {
+		d := end - start
+		if g := a.good.Load(); g == 0 {
+			a.good.Store(d)
+		} else {
+			a.good.Store(g + (d-g)/8)
+		}
+		a.lastOK.Store(end)
+		a.sinceOK.Store(0)
 	}
-	return max(est, o.MinUseful+1)
+	if probe {
+		o.probed(end, outcome)
+	}
+	if o.Throttle >= 0 {
+		slot := o.throttleSlot(end)
+		slot.requests.Add(1)
+		if outcome != OutcomeFailed {
+			slot.accepts.Add(1)
+		}
+	}
+}
+
+// Reset forgets everything the op has measured: its estimator's samples and
+// its probe and throttling state. Admission then follows Prior until it has
+// learned again. An op resets itself when probes show a recovered
+// dependency.
+func (o *Op) Reset() {
+	if o == nil {
+		return
+	}
+	o.Estimator.Reset()
+	a := &o.adm
+	a.sinceOK.Store(0)
+	a.lastProbe.Store(0)
+	a.gap.Store(0)
+	a.share.Store(0)
+	a.refused.Store(0)
+	a.every.Store(0)
+}
+
+// throttleWindow returns the length of each of the two windows over which
+// error-rate throttling counts attempts: ten estimator windows (10 s by
+// default), long enough to see a rate, short enough to follow a recovery.
+func (o *Op) throttleWindow() int64 { return 10 * o.Estimator.window() }
+
+// throttleSlot returns the slot counting attempts at offset m, turned to m's
+// window if it held an older one.
+func (o *Op) throttleSlot(m int64) *throttleSlot {
+	w := o.throttleWindow()
+	ep := floorDiv(m, w)
+	slot := &o.adm.throttle[ep&1]
+	if cur := slot.epoch.Load(); cur != ep && cur < ep && slot.epoch.CompareAndSwap(cur, ep) {
+		slot.requests.Store(0)
+		slot.accepts.Store(0)
+	}
+	return slot
+}
+
+// throttled applies client-side adaptive throttling (the SRE book, chapter
+// 21): over the last throttle window, refuse locally with probability
+// max(0, (requests − K·accepts) / (requests + 1)), where accepts are
+// attempts that did not fail, once at least throttleMin requests were seen.
+// A refused request counts as a request, so a dependency that fails every
+// call still gets a trickle.
+func (o *Op) throttled(m int64) bool {
+	if o.Throttle < 0 {
+		return false
+	}
+	k := o.Throttle
+	if k == 0 {
+		k = defaultThrottle
+	}
+	w := o.throttleWindow()
+	ep := floorDiv(m, w)
+	var req, acc float64
+	for i := range o.adm.throttle {
+		s := &o.adm.throttle[i]
+		if e := s.epoch.Load(); e == ep || e == ep-1 {
+			req += float64(s.requests.Load())
+			acc += float64(s.accepts.Load())
+		}
+	}
+	p := (req - k*acc) / (req + 1)
+	if req < throttleMin || p <= 0 || math.IsNaN(p) {
+		return false
+	}
+	if rand.Float64() >= p {
+		return false
+	}
+	o.throttleSlot(m).requests.Add(1)
+	return true
+}
+
+// need returns the time the op needs as the last rung of a ladder, the
+// time to hold back for it from every earlier stage: a high quantile (the
+// 0.99 of its measurements, or its Prior before it has enough of them),
+// plus scheduling slack of a quarter of that and at least 2 ms, and always
+// more than its MinUseful.
+// Never a median of microseconds: a cache that answers in 5 µs still needs
+// the goroutine that runs it to be scheduled.
+func (o *Op) need(now time.Time) time.Duration {
+	est := o.Prior
+	if dist := o.estimate(mono(now)); dist != nil {
+		est, _ = dist.Quantile(0.99) // past what was seen: the longest bound
+	}
+	return max(est+max(est/4, 2*time.Millisecond), o.MinUseful+1)
 }
 
 // SuggestedTimeout returns a per-call timeout derived from measurements: three
 // times the observed p99, the rule of thumb of "a small multiple of p99". With
 // too few samples it is three times Prior, or zero when there is no prior.
 func (o *Op) SuggestedTimeout() time.Duration {
-	dist := o.estimate(time.Now())
+	if o == nil {
+		return 0
+	}
+	dist := o.estimate(mono(time.Now()))
 	if dist == nil {
 		return 3 * o.Prior
 	}

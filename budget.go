@@ -37,6 +37,7 @@ type state struct {
 	start    time.Time     // when this budget started (monotonic clock)
 	total    time.Duration // the budget granted, after clamping to the parent
 	reserve  time.Duration // time held back for the caller's own work
+	fallback time.Duration // the part of reserve held for a ladder's last rung (see WithFallback)
 	ledger   *Ledger
 	observer Observer
 }
@@ -199,6 +200,45 @@ func WithReserve(parent context.Context, d time.Duration) context.Context {
 		next = &cp
 	}
 	return context.WithValue(parent, stateKey{}, next)
+}
+
+// WithFallback returns a context that holds back d of the budget for a
+// fallback that comes later in the request, such as the cheap last rung of a
+// [Ladder]: every attempt derived from it ([Op.Do], [Attempt], a [Retry], a
+// [Gather]) leaves that time alone, as with [WithReserve], and the last rung
+// of the first Ladder that reaches its last rung spends it. Call it where the
+// request starts, with the ladder's [Ladder.Need], so that stages before the
+// ladder cannot spend the time its cache answer needs:
+//
+//	ctx, cancel := budget.Start(ctx, 300*time.Millisecond)
+//	defer cancel()
+//	ctx = budget.WithFallback(ctx, geometry.Need())
+//
+// A d of zero or less returns parent unchanged.
+func WithFallback(parent context.Context, d time.Duration) context.Context {
+	if d <= 0 {
+		return parent
+	}
+	next := &state{stage: "request", reserve: d, fallback: d}
+	if st := stateOf(parent); st != nil {
+		cp := *st
+		cp.reserve += d
+		cp.fallback += d
+		next = &cp
+	}
+	return context.WithValue(parent, stateKey{}, next)
+}
+
+// withoutFallback returns ctx with the time held by [WithFallback] given back:
+// the context the fallback itself runs in.
+func withoutFallback(ctx context.Context, st *state) context.Context {
+	if st == nil || st.fallback <= 0 {
+		return ctx
+	}
+	cp := *st
+	cp.reserve -= cp.fallback
+	cp.fallback = 0
+	return context.WithValue(ctx, stateKey{}, &cp)
 }
 
 // AfterWait starts a fresh machine budget of d for the work that follows a wait

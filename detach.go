@@ -45,7 +45,9 @@ func Detach(parent context.Context, stage string, d time.Duration) (context.Cont
 // silently. Use one per server.
 //
 // The zero value is ready to use, with a Limit of 30 s. A Detacher must
-// not be copied after first use. It is safe for concurrent use.
+// not be copied after first use. It is safe for concurrent use. A nil
+// *Detacher runs nothing: Go returns an error matching [ErrMisconfigured],
+// Wait returns nil and the counts are zero.
 type Detacher struct {
 	// Limit bounds each piece of work. Zero means 30 s.
 	Limit time.Duration
@@ -74,12 +76,7 @@ func (g *Detacher) Go(parent context.Context, stage string, fn func(ctx context.
 		limit = defaultDetachLimit
 	}
 	ctx, cancel := Detach(parent, stage, limit)
-	g.mu.Lock()
-	if g.running == 0 {
-		g.idle = make(chan struct{})
-	}
-	g.running++
-	g.mu.Unlock()
+	g.add()
 	go func() {
 		defer g.done()
 		defer cancel()
@@ -93,6 +90,16 @@ func (g *Detacher) Go(parent context.Context, stage string, fn func(ctx context.
 			Duration: time.Since(start), Remaining: limit, Outcome: outcome, Err: err})
 	}()
 	return nil
+}
+
+// add counts one more piece of work running; done counts it finished.
+func (g *Detacher) add() {
+	g.mu.Lock()
+	if g.running == 0 {
+		g.idle = make(chan struct{})
+	}
+	g.running++
+	g.mu.Unlock()
 }
 
 func (g *Detacher) done() {
@@ -110,6 +117,9 @@ func (g *Detacher) done() {
 // was still running and matches ctx's error (context.DeadlineExceeded when a
 // shutdown deadline passed).
 func (g *Detacher) Wait(ctx context.Context) error {
+	if g == nil {
+		return nil // a nil Detacher runs nothing (its Go refuses)
+	}
 	g.mu.Lock()
 	if g.running == 0 {
 		g.mu.Unlock()
@@ -127,10 +137,18 @@ func (g *Detacher) Wait(ctx context.Context) error {
 
 // Running returns how many detached tasks are running.
 func (g *Detacher) Running() int {
+	if g == nil {
+		return 0
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.running
 }
 
 // Failed returns how many detached tasks have returned an error.
-func (g *Detacher) Failed() int64 { return g.failed.Load() }
+func (g *Detacher) Failed() int64 {
+	if g == nil {
+		return 0
+	}
+	return g.failed.Load()
+}

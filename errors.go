@@ -53,8 +53,12 @@ type Error struct {
 	Err error
 }
 
-// Error returns a short sentence naming the stage and the fact.
+// Error returns a short sentence naming the stage and the fact. A nil *Error
+// (reached only through a careless typed nil) says so rather than panicking.
 func (e *Error) Error() string {
+	if e == nil {
+		return "budget: <nil *Error>"
+	}
 	var b strings.Builder
 	b.WriteString("budget: ")
 	stage := e.Stage
@@ -71,6 +75,8 @@ func (e *Error) Error() string {
 		b.WriteString(" not retried: retry quota spent")
 	case OutcomeCanceled:
 		b.WriteString(" not started: the caller gave up")
+	case OutcomeThrottled:
+		b.WriteString(" not started: it keeps failing")
 	default:
 		b.WriteString(" did not complete in the time available")
 	}
@@ -89,6 +95,9 @@ func isBareContextErr(err error) bool {
 // time: insufficient or shed), [context.DeadlineExceeded] (for expiries) or
 // [context.Canceled] (when the caller gave up).
 func (e *Error) Is(target error) bool {
+	if e == nil {
+		return false
+	}
 	switch target {
 	case ErrInsufficient:
 		return e.Outcome == OutcomeInsufficient || e.Outcome == OutcomeShed
@@ -102,11 +111,16 @@ func (e *Error) Is(target error) bool {
 
 // Unwrap returns the underlying error, so errors.Is and errors.As reach the
 // last real error of a retry loop.
-func (e *Error) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Timeout reports whether the error is an expiry, for code that checks the
 // net.Error-style Timeout method.
-func (e *Error) Timeout() bool { return e.Outcome == OutcomeExpired }
+func (e *Error) Timeout() bool { return e != nil && e.Outcome == OutcomeExpired }
 
 // Cause values are what context.Cause returns for a context derived by this
 // package once its deadline has passed. They tell apart "the request budget ran

@@ -3,7 +3,9 @@ package budget_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/timebudget/budget"
@@ -55,5 +57,57 @@ func TestMisconfiguredCallsReturnErrors(t *testing.T) {
 	var nilDetacher *budget.Detacher
 	if err := nilDetacher.Go(ctx, "audit", func(context.Context) error { return nil }); !errors.Is(err, budget.ErrMisconfigured) {
 		t.Fatalf("nil Detacher: %v", err)
+	}
+}
+
+// Regression: emit compared two Observer interface values with !=, and Go
+// panics comparing two funcs: an ObserverFunc on both an Op and its budget
+// crashed Op.Do (and, in a hedge, the whole process).
+func TestObserverFuncsOnOpAndBudgetDoNotPanic(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var seen atomic.Int32
+		obs := budget.ObserverFunc(func(context.Context, budget.Event) { seen.Add(1) })
+		ctx, cancel := budget.Config{Observer: obs}.Start(context.Background(), time.Second)
+		defer cancel()
+		op := &budget.Op{Name: "dep", Observer: budget.ObserverFunc(func(context.Context, budget.Event) { seen.Add(1) })}
+		if err := op.Do(ctx, func(context.Context) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		h := &budget.Hedge{Delay: time.Millisecond}
+		if _, err := budget.HedgeCall(ctx, h, op, func(context.Context) (int, error) { return 1, nil }); err != nil {
+			t.Fatal(err)
+		}
+		// The arrival once, then each attempt once to each observer.
+		if n := seen.Load(); n != 5 {
+			t.Fatalf("the observers saw %d events, want 5", n)
+		}
+		// The same comparable observer on both sees each event once.
+		rec := &recorder{}
+		ctx2, cancel2 := budget.Config{Observer: rec}.Start(context.Background(), time.Second)
+		defer cancel2()
+		_ = (&budget.Op{Name: "dep", Observer: rec}).Do(ctx2, func(context.Context) error { return nil })
+		if n := len(rec.of(budget.EventAttempt)); n != 1 {
+			t.Fatalf("a shared observer saw the attempt %d times", n)
+		}
+	})
+}
+
+// Regression: Refuse gave a canceled context an expiry, so callers answered
+// 504 / DEADLINE_EXCEEDED where the caller had simply gone.
+func TestRefuseOfACanceledContextIsACancellation(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := budget.Start(context.Background(), time.Hour)
+	cancel()
+	err := budget.Refuse(ctx, "pricing", time.Now(), 0, time.Millisecond)
+	var be *budget.Error
+	if !errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, budget.ErrInsufficient) || !errors.As(err, &be) || be.Outcome != budget.OutcomeCanceled {
+		t.Fatalf("Refuse on a canceled context = %v", err)
+	}
+	spent, cancel2 := budget.Start(context.Background(), 0)
+	defer cancel2()
+	if err := budget.Refuse(spent, "pricing", time.Now(), 0, time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Refuse on an expired context = %v", err)
 	}
 }

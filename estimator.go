@@ -51,11 +51,44 @@ func bucketBounds(i int) (lo, hi time.Duration) {
 	return time.Duration(subBuckets+sub) << (e - subBits), time.Duration(subBuckets+sub+1) << (e - subBits)
 }
 
+// processStart is the origin of the monotonic offsets the estimator and the
+// admission state keep: a wall clock that steps (NTP, a VM resumed, an
+// operator) moves no window and no probe interval, because every time is
+// turned into an offset from this reading with time.Time.Sub, which uses the
+// monotonic clock when both times carry a reading, as time.Now's do.
+var processStart = time.Now()
+
+// monoBase keeps offsets positive for any time after 1880, so zero can stand
+// for "never" in every field that holds one (window epochs included).
+const monoBase = 1 << 62
+
+// mono returns t as nanoseconds since processStart, plus monoBase.
+func mono(t time.Time) int64 { return int64(t.Sub(processStart)) + monoBase }
+
+// floorDiv divides rounding toward minus infinity, so window numbers stay
+// ordered for offsets before processStart.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
 type window struct {
 	epoch    atomic.Int64
 	counts   [nBuckets]atomic.Uint32 // completed samples
 	censored [nBuckets]atomic.Uint32 // attempts that timed out: they took at least this long
 }
+
+// recentSize is how many of the latest samples an estimator keeps beside its
+// windows, for dependencies called too rarely to fill a window.
+const recentSize = 64
+
+// defaultMinSamples is how many samples an estimate needs before it replaces
+// a prior, and how many of the latest samples stand in for a window that
+// holds fewer.
+const defaultMinSamples = 5
 
 // Estimator is a streaming, time-decayed latency distribution. It keeps two
 // rotating windows of fixed log-spaced buckets (about 1 µs to 18 min, within
@@ -63,13 +96,28 @@ type window struct {
 // allocates nothing, and a sample stops counting two windows after it was
 // recorded, so the estimate follows a drift in latency.
 //
+// Learning is bounded by sample count as well as time. Beside the windows
+// the estimator keeps the latest samples (at most 64, however old), and when
+// the windows hold fewer samples than an estimate needs (5 for
+// [Estimator.Distribution]; an [Op]'s MinSamples), the estimate is built
+// from that many of the latest samples instead. A dependency called three
+// times a second is thus learned from its last five calls, while one called
+// ten thousand times a second follows a shift within a window.
+//
 // Timed-out attempts are recorded as censored samples (the call took at least
 // that long) and the distribution is estimated with the Kaplan–Meier product
 // limit, so slow calls that were cut short push the estimate up instead of
-// vanishing from it.
+// vanishing from it. A cut-off at t says "latency > t" and nothing about
+// later times: beyond the longest cut-off with no completion past it, the
+// estimate is unknown (see [Distribution.Known]), never zero, so callers
+// that send short deadlines cannot make the dependency look unusable to
+// callers with more time.
 //
-// The zero value is ready to use with one-second windows. An Estimator must not be
-// copied after first use. It is safe for concurrent use.
+// Times are turned into offsets on the monotonic clock, so a step of the
+// wall clock moves no window. The zero value is ready to use with
+// one-second windows. An Estimator must not be copied after first use. It
+// is safe for concurrent use. A nil *Estimator records nothing and returns a
+// nil Distribution.
 type Estimator struct {
 	// Window is the length of each of the two rotating windows. The
 	// estimate covers the last window to two windows of samples, the older
@@ -80,7 +128,15 @@ type Estimator struct {
 	// and do not change it afterwards.
 	Window time.Duration
 
-	slots      [2]window
+	slots [2]window
+
+	// recent holds the latest samples, encoded as d<<1 | censored, written
+	// in turn at recentNext. While a bucket of the current window holds
+	// more than recentSize samples, its further samples are not kept there:
+	// the windows then hold plenty.
+	recent     [recentSize]atomic.Int64
+	recentNext atomic.Uint64
+
 	snap       atomic.Pointer[Distribution]
 	refreshing atomic.Bool
 	dirty      atomic.Bool // a sample arrived since the snapshot was taken
@@ -93,30 +149,47 @@ func (e *Estimator) window() int64 {
 	return int64(defaultWindow)
 }
 
-// Record adds a completed call that took d, as of now.
-func (e *Estimator) Record(d time.Duration) { e.record(time.Now(), d, false) }
+// Record adds a completed call that took d, as of now. It is shorthand for
+// [Estimator.RecordAt] with the present time.
+func (e *Estimator) Record(d time.Duration) { e.record(mono(time.Now()), d, false) }
 
 // RecordAt adds a completed call that took d and ended at now.
-func (e *Estimator) RecordAt(now time.Time, d time.Duration) { e.record(now, d, false) }
+func (e *Estimator) RecordAt(now time.Time, d time.Duration) { e.record(mono(now), d, false) }
 
 // RecordCensored adds a call that was cut off after d without completing: it
-// would have taken at least d.
-func (e *Estimator) RecordCensored(d time.Duration) { e.record(time.Now(), d, true) }
+// would have taken at least d. It is shorthand for
+// [Estimator.RecordCensoredAt] with the present time.
+func (e *Estimator) RecordCensored(d time.Duration) { e.record(mono(time.Now()), d, true) }
 
 // RecordCensoredAt is RecordCensored for a call cut off at now.
-func (e *Estimator) RecordCensoredAt(now time.Time, d time.Duration) { e.record(now, d, true) }
+func (e *Estimator) RecordCensoredAt(now time.Time, d time.Duration) { e.record(mono(now), d, true) }
 
-func (e *Estimator) record(now time.Time, d time.Duration, censored bool) {
-	ep := now.UnixNano() / e.window()
+func (e *Estimator) record(m int64, d time.Duration, censored bool) {
+	if e == nil {
+		return // a nil estimator records nothing
+	}
+	w := e.window()
+	ep := floorDiv(m, w)
 	slot := &e.slots[ep&1]
 	if cur := slot.epoch.Load(); cur != ep && !e.rotate(slot, cur, ep) {
 		return // a sample older than both windows
 	}
 	i := bucketOf(d)
+	var n uint32
 	if censored {
-		slot.censored[i].Add(1)
+		n = slot.censored[i].Add(1)
 	} else {
-		slot.counts[i].Add(1)
+		n = slot.counts[i].Add(1)
+	}
+	// Keep the sample among the latest too, unless its bucket of the
+	// current window already holds more than recentSize samples: the
+	// windows then hold plenty, and the shared index is left alone.
+	if n <= recentSize {
+		enc := int64(max(d, 0)) &^ (1 << 62) << 1
+		if censored {
+			enc |= 1
+		}
+		e.recent[e.recentNext.Add(1)%recentSize].Store(enc)
 	}
 	// A load first: under steady recording the flag is already set, and a
 	// plain load keeps the cache line shared between cores.
@@ -145,6 +218,9 @@ func (e *Estimator) rotate(slot *window, cur, ep int64) bool {
 // Reset forgets every sample. An [Op] resets its estimator when probes show a
 // dependency has recovered, so a stale slow estimate stops refusing calls.
 func (e *Estimator) Reset() {
+	if e == nil {
+		return
+	}
 	for s := range e.slots {
 		e.slots[s].epoch.Store(math.MinInt64)
 		for i := range e.slots[s].counts {
@@ -152,45 +228,62 @@ func (e *Estimator) Reset() {
 			e.slots[s].censored[i].Store(0)
 		}
 	}
+	e.recentNext.Store(0)
+	for i := range e.recent {
+		e.recent[i].Store(-1)
+	}
 	e.snap.Store(nil)
 }
 
-// Distribution returns the estimated distribution as of now. The result is a
-// cached snapshot, recomputed when it is older than 1/64 of a window (about
-// 156 ms with the default window), or older than 1/1000 of a window (10 ms)
-// when samples have arrived since it was taken; in between the cached
-// snapshot is returned without allocating. Refreshing scans the buckets once
-// (a few microseconds and one allocation).
+// Distribution returns the estimated distribution as of now, built from the
+// windows, or from the latest 5 samples when the windows hold fewer. The
+// result is a cached snapshot, recomputed when it is older than 1/64 of a
+// window (about 16 ms with the default window), or older than 1/1000 of a
+// window (1 ms) when samples have arrived since it was taken; in between the
+// cached snapshot is returned without allocating. Refreshing scans the
+// buckets once (a few microseconds and one allocation).
 func (e *Estimator) Distribution(now time.Time) *Distribution {
+	if e == nil {
+		return nil // a nil estimator knows nothing; a nil *Distribution is empty
+	}
+	return e.distribution(mono(now), defaultMinSamples)
+}
+
+// distribution is Distribution at the offset m, for an estimate that needs
+// min samples.
+func (e *Estimator) distribution(m int64, min int) *Distribution {
 	snap := e.snap.Load()
-	if snap != nil && !now.Before(snap.at) && now.Before(snap.hardUntil) &&
-		(now.Before(snap.softUntil) || !e.dirty.Load()) {
+	if snap != nil && snap.min == min && m >= snap.at && m < snap.hardUntil &&
+		(m < snap.softUntil || !e.dirty.Load()) {
 		return snap
 	}
 	if !e.refreshing.CompareAndSwap(false, true) {
-		if snap != nil {
+		if snap != nil && snap.min == min {
 			return snap // another goroutine is refreshing
 		}
-		return e.compute(now)
+		return e.compute(m, min)
 	}
 	e.dirty.Store(false)
-	fresh := e.compute(now)
+	fresh := e.compute(m, min)
 	e.snap.Store(fresh)
 	e.refreshing.Store(false)
 	return fresh
 }
 
-func (e *Estimator) compute(now time.Time) *Distribution {
+// compute builds the distribution at offset m: from the windows when they
+// hold at least min samples, from the latest min samples otherwise.
+func (e *Estimator) compute(m int64, min int) *Distribution {
 	w := e.window()
-	ep := now.UnixNano() / w
-	d := &Distribution{at: now, softUntil: now.Add(time.Duration(w / 1000))}
+	ep := floorDiv(m, w)
+	d := &Distribution{at: m, min: min, softUntil: m + w/1000}
 	// A snapshot expires after 1/64 of a window, and when the window turns
 	// (the oldest samples stop counting), whichever comes first.
-	d.hardUntil = now.Add(min(time.Duration(w/64), time.Duration((ep+1)*w-now.UnixNano())))
+	d.hardUntil = m + min64(w/64, (ep+1)*w-m)
 	// The previous window counts less as the current one fills: a sliding
 	// window of one window's length, approximated from two fixed ones.
-	prevWeight := 1 - float64(now.UnixNano()-ep*w)/float64(w)
+	prevWeight := 1 - float64(m-ep*w)/float64(w)
 	var u, c [nBuckets]float64
+	total := 0.0
 	for s := range e.slots {
 		slot := &e.slots[s]
 		weight := 1.0
@@ -206,15 +299,63 @@ func (e *Estimator) compute(now time.Time) *Distribution {
 			c[i] += weight * float64(slot.censored[i].Load())
 		}
 	}
+	for i := range u {
+		total += u[i] + c[i]
+	}
+	if total < float64(min) {
+		u, c = e.latest(min)
+	}
+	d.fill(&u, &c)
+	return d
+}
+
+// latest returns the latest n samples (at most recentSize) as bucket counts.
+func (e *Estimator) latest(n int) (u, c [nBuckets]float64) {
+	n = min(n, recentSize)
+	next := e.recentNext.Load()
+	for k := range uint64(n) {
+		if k >= next {
+			break
+		}
+		enc := e.recent[(next-k)%recentSize].Load()
+		if enc < 0 {
+			continue // cleared by Reset
+		}
+		i := bucketOf(time.Duration(enc >> 1))
+		if enc&1 == 1 {
+			c[i]++
+		} else {
+			u[i]++
+		}
+	}
+	return u, c
+}
+
+// fill computes the Kaplan–Meier estimate from completed (u) and censored (c)
+// counts per bucket, and where it stops being known.
+func (d *Distribution) fill(u, c *[nBuckets]float64) {
 	var atRisk, censored float64
+	lastDone, lastCut := -1, -1
 	for i := range u {
 		atRisk += u[i] + c[i]
 		censored += c[i]
 		if u[i]+c[i] > 0 {
 			d.top = i
 		}
+		if u[i] > 0 {
+			lastDone = i
+		}
+		if c[i] > 0 {
+			lastCut = i
+		}
 	}
 	d.n, d.censored = int(math.Round(atRisk)), int(math.Round(censored))
+	d.horizon = math.MaxInt64
+	if lastCut > lastDone {
+		// Nothing finished past the longest cut-off: beyond it the data say
+		// nothing.
+		_, d.horizon = bucketBounds(lastCut)
+	}
 	// Kaplan–Meier: censored samples stay at risk through their own bucket.
 	surv := 1.0
 	for i := range u {
@@ -226,35 +367,55 @@ func (e *Estimator) compute(now time.Time) *Distribution {
 	}
 	d.p50, _ = d.quantile(0.5)
 	d.p99, _ = d.quantile(0.99)
-	return d
+}
+
+func min64(a, b int64) int64 {
+	if a < b {
+		return a
+	}
+	return b
 }
 
 // Distribution is an immutable snapshot of an [Estimator]. Its methods are
-// safe for concurrent use and allocate nothing.
+// safe for concurrent use and allocate nothing. A nil *Distribution is empty:
+// no samples, and every quantile unknown.
 type Distribution struct {
-	at                   time.Time
-	softUntil, hardUntil time.Time
-	n                    int
-	censored             int
-	p50, p99             time.Duration
-	top                  int // highest bucket holding any sample
-	cached               atomic.Pointer[quantileMemo]
-	cdf                  [nBuckets]float64 // P(latency < upper bound of bucket i)
+	at, softUntil, hardUntil int64         // monotonic offsets
+	min                      int           // the samples the estimate needed
+	horizon                  time.Duration // CDF is known below it
+	n                        int
+	censored                 int
+	p50, p99                 time.Duration
+	top                      int // highest bucket holding any sample
+	cached                   atomic.Pointer[quantileMemo]
+	cdf                      [nBuckets]float64 // P(latency < upper bound of bucket i)
 }
 
 // Count returns the number of samples in the snapshot, censored ones
 // included, the older window's weighted by how much of it the sliding window
 // still covers (rounded to a whole number).
-func (d *Distribution) Count() int { return d.n }
+func (d *Distribution) Count() int {
+	if d == nil {
+		return 0
+	}
+	return d.n
+}
 
 // Censored returns how many of the samples were cut off (timed out), weighted
 // like Count.
-func (d *Distribution) Censored() int { return d.censored }
+func (d *Distribution) Censored() int {
+	if d == nil {
+		return 0
+	}
+	return d.censored
+}
 
 // CDF returns the estimated probability that a call finishes within t,
-// interpolating linearly inside a bucket. It is 0 with no samples.
+// interpolating linearly inside a bucket. It is 0 with no samples. Beyond
+// the longest cut-off with no completion past it (see [Distribution.Known])
+// the data say nothing, and CDF returns the probability up to there.
 func (d *Distribution) CDF(t time.Duration) float64 {
-	if d.n == 0 || t <= 0 {
+	if d == nil || d.n == 0 || t <= 0 {
 		return 0
 	}
 	i := bucketOf(t)
@@ -269,6 +430,12 @@ func (d *Distribution) CDF(t time.Duration) float64 {
 	frac := float64(t-lo) / float64(hi-lo)
 	return below + (d.cdf[i]-below)*frac
 }
+
+// Known reports whether the samples say anything about finishing within t:
+// false when t lies beyond the longest cut-off with no completion past it, or
+// when there are no samples. A caller with that much time left is not like
+// any caller that was cut off, and [Op] admission then follows its prior.
+func (d *Distribution) Known(t time.Duration) bool { return d != nil && d.n > 0 && t < d.horizon }
 
 // quantileMemo remembers the last quantile asked of a snapshot: an op asks
 // for the same one (its threshold) on every refusal.
@@ -285,6 +452,9 @@ type quantileMemo struct {
 // q is clamped to [0, 1].
 // The last answer is remembered, so asking for the same q again costs a load.
 func (d *Distribution) Quantile(q float64) (time.Duration, bool) {
+	if d == nil {
+		return 0, false
+	}
 	if m := d.cached.Load(); m != nil && m.q == q {
 		return m.d, m.ok
 	}
@@ -320,7 +490,17 @@ func (d *Distribution) quantile(q float64) (time.Duration, bool) {
 }
 
 // Median returns the 0.5 quantile, precomputed when the snapshot was taken.
-func (d *Distribution) Median() time.Duration { return d.p50 }
+func (d *Distribution) Median() time.Duration {
+	if d == nil {
+		return 0
+	}
+	return d.p50
+}
 
 // P99 returns the 0.99 quantile, precomputed when the snapshot was taken.
-func (d *Distribution) P99() time.Duration { return d.p99 }
+func (d *Distribution) P99() time.Duration {
+	if d == nil {
+		return 0
+	}
+	return d.p99
+}

@@ -82,7 +82,8 @@ type GatherResult[T any] struct {
 //
 // The zero value has no branches and returns at once. A Gather holds
 // configuration only and is safe for concurrent use as long as its fields are
-// not changed.
+// not changed. Do on a nil *Gather returns an error matching
+// [ErrMisconfigured].
 type Gather[T any] struct {
 	// Stage names the fan-out in errors. Empty means "gather".
 	Stage string
@@ -125,6 +126,9 @@ var errGatherReturned = errors.New("budget: gather returned")
 // result slice: for eight trivial branches, about twice what plain
 // goroutines with a sync.WaitGroup cost (see BenchmarkGather8).
 func (g *Gather[T]) Do(ctx context.Context) (GatherResult[T], error) {
+	if g == nil {
+		return GatherResult[T]{}, misconfigured("Do on a nil *Gather")
+	}
 	n := len(g.Branches)
 	res := GatherResult[T]{Branches: make([]BranchResult[T], n)}
 	for i := range g.Branches {
@@ -172,7 +176,7 @@ func (g *Gather[T]) branchContext(ctx context.Context, st *state) (context.Conte
 	}
 	if st.reserveOrZero() > 0 {
 		cp := *st
-		cp.reserve = 0
+		cp.reserve, cp.fallback = 0, 0
 		bctx = context.WithValue(bctx, stateKey{}, &cp)
 	}
 	return bctx, stop
@@ -263,14 +267,16 @@ func (g *Gather[T]) finish(ctx context.Context, st *state, res *GatherResult[T],
 			b.Err = context.Cause(bctx)
 			b.Outcome = endedOutcome(bctx, fatal)
 			emit(ctx, st, nil, Event{Kind: EventRefuse, Stage: b.Name, At: r.now, Remaining: r.remaining, Outcome: b.Outcome})
-		case b.Outcome == OutcomeNone: // started and still running: a straggler, canceled on return
-			b.Outcome, b.Err = endedOutcome(bctx, fatal), context.Cause(bctx)
-			b.Duration = r.now.Sub(b.begun)
+		default:
+			if b.Outcome == OutcomeNone { // started and still running: canceled on return
+				b.Outcome, b.Err = endedOutcome(bctx, fatal), context.Cause(bctx)
+				b.Duration = r.now.Sub(b.begun)
+			}
+			// A straggler, whether it returned as the call's context ended
+			// or was still running.
 			res.Stragglers++
 			emit(ctx, st, nil, Event{Kind: EventAttempt, Stage: b.Name, At: b.begun, Duration: b.Duration,
 				Remaining: r.remaining + b.Duration, Outcome: b.Outcome, Err: b.Err})
-		default: // returned after its context ended
-			res.Stragglers++
 		}
 		if g.Branches[i].Optional {
 			res.Incomplete = true

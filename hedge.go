@@ -34,16 +34,25 @@ type Hedge struct {
 	// refuses is not started and is recorded as an [EventRefuse] with
 	// [OutcomeRetrySuppressed].
 	Quota *RetryQuota
+	// Detacher, when not nil, tracks the goroutine of every attempt, so that
+	// a server can wait at shutdown ([Detacher.Wait]) for a losing attempt
+	// that was canceled but has not returned yet. Without it, such a loser
+	// is left to finish on its own: Do does not wait for it. Tracking costs
+	// one lock per attempt; the attempts are counted in Running, never in
+	// Failed.
+	Detacher *Detacher
 }
 
 var zeroHedge Hedge
 
 // Do runs fn as one attempt of op within ctx's budget and, if it has not
 // returned after the hedge delay, as a second attempt beside it. The first
-// attempt to succeed wins: the other is canceled at once and Do returns as
-// soon as it has returned, so no goroutine outlives the call (a fn that
-// honours its context returns within microseconds of the cancel). When both
-// fail, Do returns the error of the one that failed last; when the first
+// attempt to succeed wins: Do returns its answer at once and cancels the
+// other, without waiting for it to return, so a loser that ignores its
+// context cannot hold the answer back. The loser's goroutine ends when its fn
+// returns (within microseconds of the cancel for a fn that honours its
+// context); set Detacher to wait for such goroutines at shutdown, so that
+// none is lost. When both fail, Do returns the error of the one that failed last; when the first
 // fails before the hedge starts, its error is returned at once (retrying is
 // [Retry]'s job). Each attempt's context carries its number: 1, or 2 for the
 // hedge (see [AttemptNumber]).
@@ -94,7 +103,13 @@ func hedge[T any](ctx context.Context, h *Hedge, op *Op, fn func(ctx context.Con
 	defer cancel()
 	results := make(chan hedgeResult[T], 2) // buffered: an attempt never blocks on it
 	start := func(n int) {
+		if g := h.Detacher; g != nil {
+			g.add()
+		}
 		go func() {
+			if g := h.Detacher; g != nil {
+				defer g.done()
+			}
 			v, err := numberedAttempt(hctx, op, n, fn)
 			results <- hedgeResult[T]{v, err}
 		}()
@@ -108,10 +123,9 @@ func hedge[T any](ctx context.Context, h *Hedge, op *Op, fn func(ctx context.Con
 		case r := <-results:
 			running--
 			if r.err == nil || running == 0 {
-				cancel()
-				for ; running > 0; running-- {
-					<-results // wait for the loser: it was just canceled
-				}
+				// A loser still running is canceled by the deferred
+				// cancel and sends to the buffered channel when it
+				// returns, so it never blocks.
 				return r.v, r.err
 			}
 		case <-timer.C:
@@ -137,7 +151,7 @@ func numberedAttempt[T any](ctx context.Context, op *Op, n int, fn func(ctx cont
 
 // delay returns the wait before the hedge, and false when there is none.
 func (h *Hedge) delay(op *Op, now time.Time) (time.Duration, bool) {
-	dist := op.estimate(now)
+	dist := op.estimate(mono(now))
 	if dist == nil {
 		return h.Delay, h.Delay > 0
 	}

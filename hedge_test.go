@@ -48,13 +48,17 @@ func TestHedgeWinsAndCancelsTheLoser(t *testing.T) {
 		op := learned("search")
 		delay, _ := op.Estimator.Distribution(time.Now()).Quantile(0.95)
 		var running atomic.Int32
+		var losers budget.Detacher
 		start := time.Now()
-		v, err := budget.HedgeCall(ctx, &budget.Hedge{}, op, slowThenFast(&running, 5*time.Millisecond))
+		v, err := budget.HedgeCall(ctx, &budget.Hedge{Detacher: &losers}, op, slowThenFast(&running, 5*time.Millisecond))
 		if err != nil || v != 2 {
 			t.Fatalf("v %d err %v: want the hedge's answer", v, err)
 		}
 		if got := time.Since(start); got != delay+5*time.Millisecond {
 			t.Fatalf("answered after %v, want the p95 delay %v plus 5ms", got, delay)
+		}
+		if err := losers.Wait(context.Background()); err != nil || time.Since(start) != delay+5*time.Millisecond {
+			t.Fatalf("waiting for the canceled loser: %v after %v; want it back at once", err, time.Since(start))
 		}
 		if n := running.Load(); n != 0 {
 			t.Fatalf("%d attempts still running after the call returned", n)
@@ -66,6 +70,42 @@ func TestHedgeWinsAndCancelsTheLoser(t *testing.T) {
 		}
 		if hedges != 1 || canceled != 1 {
 			t.Fatalf("ledger: %d hedges, %d canceled first attempts; want 1 and 1\n%s", hedges, canceled, budget.LedgerFrom(ctx))
+		}
+	})
+}
+
+// Regression: Do waited for the loser to return before answering, so a hedge
+// that answered at 10 ms came back at 300 ms when the loser ignored its
+// context. The winner now comes back at once, and a Detacher keeps track of
+// the loser so that shutdown can wait for it.
+func TestHedgeReturnsTheWinnerAtOnce(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := budget.Start(context.Background(), time.Second)
+		defer cancel()
+		op := learned("search")
+		delay, _ := op.Estimator.Distribution(time.Now()).Quantile(0.95)
+		var losers budget.Detacher
+		start := time.Now()
+		v, err := budget.HedgeCall(ctx, &budget.Hedge{Detacher: &losers}, op, func(ctx context.Context) (int, error) {
+			if n := budget.AttemptNumber(ctx); n == 1 {
+				time.Sleep(300 * time.Millisecond) // ignores its context
+				return n, nil
+			}
+			time.Sleep(10 * time.Millisecond)
+			return 2, nil
+		})
+		if err != nil || v != 2 || time.Since(start) != delay+10*time.Millisecond {
+			t.Fatalf("v %d err %v after %v; want the hedge's answer at %v", v, err, time.Since(start), delay+10*time.Millisecond)
+		}
+		if n := losers.Running(); n != 1 {
+			t.Fatalf("Detacher tracks %d attempts; want the loser", n)
+		}
+		if err := losers.Wait(context.Background()); err != nil || time.Since(start) != 300*time.Millisecond {
+			t.Fatalf("Wait: %v at %v; want the loser back at 300ms", err, time.Since(start))
+		}
+		if n := losers.Failed(); n != 0 {
+			t.Fatalf("Failed = %d; a hedge's loser is not a failed task", n)
 		}
 	})
 }

@@ -59,16 +59,17 @@ type LadderResult struct {
 //
 // The zero value has no rungs and answers nothing. A Ladder holds
 // configuration only and is safe for concurrent use as long as Rungs is not
-// changed.
+// changed. Do on a nil *Ladder returns an error matching [ErrMisconfigured],
+// and its Need is zero.
 type Ladder[T any] struct {
 	// Rungs are tried in order, from the most expensive to the cheapest.
 	Rungs []Rung[T]
 }
 
 // Do tries the rungs in order and returns the first answer. Every rung but
-// the last runs with the last rung's need held back (with [WithReserve]): the
-// larger of its Op's Prior or measured need and just over its MinUseful. The
-// last rung is the last chance: it is started whenever more than its
+// the last runs with the last rung's need ([Ladder.Need]) held back, and
+// time held with [WithFallback] counts toward it; the last rung runs with
+// that time given back. The last rung is the last chance: it is started whenever more than its
 // MinUseful is left, whatever its estimate says, because the time held for it
 // may have been partly spent ending the rung before. A rung its Op does not
 // admit in what is left is declined and recorded as an [EventRefuse]; a rung
@@ -82,6 +83,9 @@ type Ladder[T any] struct {
 // slice plus what each attempt needs.
 func (l *Ladder[T]) Do(ctx context.Context) (T, LadderResult, error) {
 	var zero T
+	if l == nil {
+		return zero, LadderResult{Answered: -1}, misconfigured("Do on a nil *Ladder")
+	}
 	res := LadderResult{Answered: -1, Rungs: make([]RungReport, len(l.Rungs))}
 	if len(l.Rungs) == 0 {
 		return zero, res, misconfigured("ladder has no rungs")
@@ -91,8 +95,7 @@ func (l *Ladder[T]) Do(ctx context.Context) (T, LadderResult, error) {
 			return zero, res, misconfigured("ladder rung " + strconv.Itoa(i) + " has no Op or no Fn")
 		}
 	}
-	last := len(l.Rungs) - 1
-	hold := l.Rungs[last].Op.need(time.Now())
+	hold := l.Need()
 	var lastErr error
 	for i, r := range l.Rungs {
 		rep := &res.Rungs[i]
@@ -110,12 +113,33 @@ func (l *Ladder[T]) Do(ctx context.Context) (T, LadderResult, error) {
 	return zero, res, lastErr
 }
 
+// Need returns the time the ladder's last rung needs, which every rung before
+// it leaves alone: a high quantile of the last rung's latency (the 0.99 of
+// its Op's measurements, or its Prior before it has enough of them) plus a
+// quarter of that, and at least 2 ms, for scheduling slack. Hold it back
+// from the whole request with [WithFallback] where the request starts, so
+// that the stages before the ladder leave it alone too. It is zero for a
+// ladder without rungs.
+func (l *Ladder[T]) Need() time.Duration {
+	if l == nil || len(l.Rungs) == 0 || l.Rungs[len(l.Rungs)-1].Op == nil {
+		return 0
+	}
+	return l.Rungs[len(l.Rungs)-1].Op.need(time.Now())
+}
+
 // try runs rung i, holding back hold for the last rung unless it is the last,
-// and fills in its report.
+// and fills in its report. Time held with WithFallback counts toward hold,
+// and the last rung runs with it given back.
 func (l *Ladder[T]) try(ctx context.Context, i int, hold time.Duration, rep *RungReport) (T, error) {
 	r, last := l.Rungs[i], len(l.Rungs)-1
+	st := stateOf(ctx)
 	rctx := ctx
-	if i < last {
+	switch {
+	case i == last:
+		rctx = withoutFallback(ctx, st)
+	case st != nil && st.fallback > 0:
+		rctx = WithReserve(ctx, hold-st.fallback) // tops up only what is missing
+	default:
 		rctx = WithReserve(ctx, hold)
 	}
 	ro := runOpts{lastChance: i == last}
@@ -138,8 +162,8 @@ func (l *Ladder[T]) try(ctx context.Context, i int, hold time.Duration, rep *Run
 	switch {
 	case err == nil:
 		rep.Outcome = OutcomeOK
-	case !called && errors.Is(err, ErrInsufficient):
-		rep.Outcome, rep.Err = OutcomeInsufficient, err
+	case !called && errors.As(err, &be) && (be.Outcome == OutcomeInsufficient || be.Outcome == OutcomeThrottled):
+		rep.Outcome, rep.Err = be.Outcome, err // declined
 	case !called:
 		// ctx ended before the rung could start: not reached.
 	case errors.As(err, &be) && be.Stage == r.Op.Name:

@@ -172,3 +172,20 @@ func TestErrorKinds(t *testing.T) {
 		t.Error("EventKind.String")
 	}
 }
+
+// Regression: an attempt that ran out of time was logged at Debug, so sixty
+// database timeouts at level Warn logged nothing.
+func TestSlogObserverWarnsOfExpiredAttempts(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		ctx, cancel := budget.Config{Observer: budget.SlogObserver(logger)}.Start(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		_ = (&budget.Op{Name: "db"}).Do(ctx, hang)
+		if out := buf.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "kind=attempt stage=db") ||
+			!strings.Contains(out, "outcome=expired") {
+			t.Fatalf("slog output:\n%s", out)
+		}
+	})
+}

@@ -18,7 +18,12 @@ type Observer interface {
 type ObserverFunc func(ctx context.Context, ev Event)
 
 // Observe calls f(ctx, ev).
-func (f ObserverFunc) Observe(ctx context.Context, ev Event) { f(ctx, ev) }
+// A nil ObserverFunc observes nothing.
+func (f ObserverFunc) Observe(ctx context.Context, ev Event) {
+	if f != nil {
+		f(ctx, ev)
+	}
+}
 
 // SlogObserver returns an [Observer] that logs each event to l: refusals,
 // anything that expired (an attempt that ran out of time, a queue item that

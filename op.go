@@ -2,7 +2,6 @@ package budget
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 )
 
@@ -12,8 +11,45 @@ import (
 // measurements are what make its admission decisions good.
 //
 // The zero value (with a Name) is usable: it admits every attempt until it
-// has 20 measurements, then requires an even chance of finishing. An Op must
-// not be copied after first use and is safe for concurrent use.
+// has 5 measurements, then requires an even chance of finishing. An Op must
+// not be copied after first use and is safe for concurrent use. A nil *Op
+// runs nothing: Do returns an error matching [ErrMisconfigured], Admit and
+// AdmitAt refuse, and SuggestedTimeout is zero.
+//
+// How an Op learns, with the numbers of the zero value:
+//
+//   - The estimate covers the last second (two rotating one-second windows
+//     of the [Estimator]), so at 10,000 calls a second it follows a shift
+//     within about a second. When the windows hold fewer than MinSamples
+//     samples, the estimate is built from the latest MinSamples samples
+//     however old, so an op called three times a second refuses a hanging
+//     dependency after about five calls, not never.
+//   - A call cut off at t (its deadline, or a server-side timeout the
+//     Expired hook recognizes) is a censored sample: it lowers the chance
+//     of finishing within T only for T up to t. A caller with more time
+//     than any that was cut off is decided by the prior (admitted when
+//     there is none), so callers sending 3 ms deadlines can refuse only
+//     callers like themselves.
+//   - When at least 5 attempts have started since the last success and
+//     none has succeeded for 4 times the usual latency (a moving average
+//     of successes), the dependency is taken as stalled and refused before
+//     the first attempt is even cut off.
+//   - While the op refuses calls on its measurements, probes keep it
+//     learning. A probe goes only to a call with time for it (twice the
+//     usual latency, or the prior) and is capped at that time, so a probe
+//     of a dependency still slow costs little. The first goes 10 ms (or
+//     that floor) after refusals begin; after each probe that fails, the
+//     interval doubles, up to ProbeEvery, and so does the number of
+//     refused calls a probe waits for, up to 16, so an op called a few
+//     times a second probes a dead dependency on ever fewer of its calls.
+//     A probe the caller abandons says nothing. A probe that succeeds readmits 1/4 of the refused calls,
+//     doubling with each success; at a full share the op resets, as a
+//     circuit breaker's half-open trials close it.
+//   - Beside latency, calls are refused at random when the dependency
+//     fails (client-side adaptive throttling, the SRE book, chapter 21):
+//     with probability max(0, (requests − 2·accepts)/(requests + 1)) over
+//     the last ten estimator windows, once they hold 10 requests. It
+//     refuses nothing while clearly more than half the attempts succeed.
 type Op struct {
 	// Name identifies the dependency in the ledger, errors and metrics.
 	Name string
@@ -49,18 +85,26 @@ type Op struct {
 	Prior time.Duration
 
 	// MinSamples is how many samples the estimator needs before its estimate
-	// replaces Prior. Zero means 20.
+	// replaces Prior, and how many of the latest samples stand in for the
+	// windows when they hold fewer (at most 64). Zero means 5.
 	MinSamples int
 
-	// ProbeEvery bounds the trickle of probe attempts let through while the
-	// estimate refuses calls that would otherwise have enough time: at most
-	// one per ProbeEvery. A probe that succeeds inside the time the estimate
-	// called insufficient lets the next one go at once, and three in a row
-	// reset the op (see [Op.Reset]), so a recovered dependency is used again
-	// within a few of its own latencies, as a circuit breaker's half-open
-	// trial calls allow. Zero means 500 ms; a negative value disables probes
-	// (the op then follows the last estimate it learned).
+	// ProbeEvery is the longest interval between probes while the op
+	// refuses calls on its measurements (see the Op doc for how probes
+	// go). Zero means 250 ms; a negative value disables probes (the op then
+	// follows the last estimate it learned).
 	ProbeEvery time.Duration
+
+	// Throttle is K of client-side adaptive throttling: calls are refused
+	// locally with probability max(0, (requests − K·accepts)/(requests+1)),
+	// where accepts are attempts that did not fail for a reason of their
+	// own. Zero means 2, the SRE book's value, which refuses nothing while
+	// clearly more than half the attempts succeed and sheds almost every call of a
+	// dependency that fails fast, keeping a trickle to see it recover. A
+	// negative value turns throttling off. On by default because a
+	// dependency that answers errors in a millisecond is never refused on
+	// latency, and calling it forever wastes the budget of every request.
+	Throttle float64
 
 	// Observer, when not nil, receives this op's events in addition to the
 	// budget's own observer.
@@ -80,19 +124,7 @@ type Op struct {
 	// before first use.
 	Estimator Estimator
 
-	learned   atomic.Pointer[Distribution] // the last estimate with MinSamples samples
-	lastProbe atomic.Int64                 // unix ns of the last probe admitted
-	probeWins atomic.Int32                 // consecutive probes that succeeded
-	lastWin   atomic.Int64                 // unix ns at which the last successful probe started
-}
-
-// Reset forgets everything the op has measured: its estimator's samples and
-// the estimate in force. Admission then follows Prior until it has learned
-// again. An op resets itself when probes show a recovered dependency.
-func (o *Op) Reset() {
-	o.Estimator.Reset()
-	o.learned.Store(nil)
-	o.probeWins.Store(0)
+	adm admissionState
 }
 
 // Do runs fn as one attempt of this op within ctx's budget. It first asks
@@ -134,6 +166,15 @@ func Call[T any](ctx context.Context, o *Op, fn func(ctx context.Context) (T, er
 	return v, err
 }
 
+// throttle records a call refused by error-rate throttling and returns the
+// error that says so.
+func (o *Op) throttle(ctx context.Context, r reading, n int) error {
+	err := &Error{Stage: o.Name, Outcome: OutcomeThrottled, Remaining: r.available, Budget: r.st.budget()}
+	emit(ctx, r.st, o.Observer, Event{Kind: EventRefuse, Stage: o.Name, At: r.now, Remaining: r.remaining,
+		Outcome: OutcomeThrottled, Attempt: n, Err: err})
+	return err
+}
+
 // runOpts says how an attempt of an op is run by a policy.
 type runOpts struct {
 	n          int       // the attempt's number within a retry loop or hedge; zero elsewhere
@@ -151,9 +192,12 @@ func (o *Op) run(ctx context.Context, ro runOpts, fn func(ctx context.Context) e
 	if ro.lastChance {
 		dec = Admission{Available: r.available, Probability: 1, Admit: r.available > 0 && r.available > o.MinUseful}
 	} else {
-		dec = o.admit(r.now, r.available)
+		dec = o.admit(mono(r.now), r.available)
 	}
-	if !dec.Admit {
+	switch {
+	case dec.throttled:
+		return o.throttle(ctx, r, ro.n)
+	case !dec.Admit:
 		return refuse(ctx, r, o.Observer, o.Name, ro.n, dec.Needed)
 	}
 	return o.execute(ctx, r, dec, ro, fn)
@@ -166,6 +210,10 @@ func (o *Op) execute(ctx context.Context, r reading, dec Admission, ro runOpts, 
 	if o.Cap > 0 && o.Cap < limit {
 		limit, cause = o.Cap, ErrAttemptCap
 	}
+	if floor := o.probeFloor(); dec.Probe && floor > 0 && floor < limit {
+		limit, cause = floor, ErrAttemptCap // a probe needs no more to tell
+	}
+	o.adm.sinceOK.Add(1)
 	var actx context.Context
 	var cancel context.CancelFunc
 	if limit == noDeadline {
@@ -178,15 +226,14 @@ func (o *Op) execute(ctx context.Context, r reading, dec Admission, ro runOpts, 
 	elapsed := end.Sub(r.now)
 	outcome := classify(actx, err, o.Expired)
 	cancel()
+	start, stop := mono(r.now), mono(end)
 	switch outcome {
 	case OutcomeOK:
-		o.Estimator.RecordAt(end, elapsed)
+		o.Estimator.record(stop, elapsed, false)
 	case OutcomeExpired:
-		o.Estimator.RecordCensoredAt(end, elapsed)
+		o.Estimator.record(stop, elapsed, true)
 	}
-	if dec.Probe {
-		o.probed(r.now, outcome == OutcomeOK)
-	}
+	o.learn(start, stop, outcome, dec.Probe)
 	kind := ro.kind
 	if kind == 0 {
 		kind = EventAttempt

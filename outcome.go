@@ -35,6 +35,7 @@ const (
 	OutcomeShed                           // refused on arrival by an inbound policy, or shed by a queue under load
 	OutcomeRetrySuppressed                // a retry or hedge was not made: the retry quota was spent
 	OutcomeLimit                          // stopped by an iteration bound (see [Steps])
+	OutcomeThrottled                      // refused locally because the dependency keeps failing (see [Op])
 )
 
 var outcomeNames = [...]string{
@@ -47,6 +48,7 @@ var outcomeNames = [...]string{
 	OutcomeShed:            "shed",
 	OutcomeRetrySuppressed: "retry_suppressed",
 	OutcomeLimit:           "limit",
+	OutcomeThrottled:       "throttled",
 }
 
 // String returns the outcome's lower-case label, such as "expired" or

@@ -47,7 +47,9 @@ var (
 // The zero value is ready to use with the defaults. Set the fields before
 // first use. A Queue must not be copied after first use. It is safe for
 // concurrent use: one mutex guards it, Put and Get allocate nothing when Get
-// does not have to wait, and a waiting Get costs one channel.
+// does not have to wait, and a waiting Get costs one channel. On a nil *Queue,
+// Put and Get return an error matching [ErrMisconfigured]; Len and Stats
+// report an empty queue.
 type Queue[T any] struct {
 	// Name names the queue in the ledger and in errors. Empty means "queue".
 	Name string
@@ -92,7 +94,7 @@ type queued[T any] struct {
 
 // QueueStats counts what a [Queue] did with its items.
 type QueueStats struct {
-	Len          int           // items held now
+	Len          int           // items held now, dropped ones not yet found included
 	Put          int64         // items accepted
 	Served       int64         // items handed out by Get
 	Refused      int64         // items Put refused for lack of time
@@ -114,6 +116,9 @@ type QueueStats struct {
 // longer than it takes to take the queue's lock. Refusals are recorded as
 // [EventRefuse] in ctx's ledger.
 func (q *Queue[T]) Put(ctx context.Context, item T) error {
+	if q == nil {
+		return misconfigured("Put on a nil *Queue")
+	}
 	r := read(ctx)
 	if ctx.Err() != nil {
 		return ended(ctx, r, nil, q.name(), 0)
@@ -187,6 +192,9 @@ func (q *Queue[T]) refused(ctx context.Context, r reading, why Outcome, needed t
 // oldest.
 func (q *Queue[T]) Get(ctx context.Context) (T, context.Context, error) {
 	var zero T
+	if q == nil {
+		return zero, nil, misconfigured("Get on a nil *Queue")
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return zero, nil, err
@@ -287,15 +295,11 @@ func dropOutcome(reason error) Outcome {
 	return OutcomeExpired
 }
 
-// Len returns the number of items held, dropped ones not yet found included.
-func (q *Queue[T]) Len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.items.n
-}
-
 // Stats returns the queue's counters and current state.
 func (q *Queue[T]) Stats() QueueStats {
+	if q == nil {
+		return QueueStats{}
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	s := q.stats

@@ -149,8 +149,8 @@ func TestQueueCanceledWaiterLeavesAtOnce(t *testing.T) {
 			_ = q.Put(context.Background(), "y")
 		}
 		wg.Wait()
-		if got.Load() != 5 || q.Len() != 0 {
-			t.Fatalf("%d items reached waiters, %d left", got.Load(), q.Len())
+		if got.Load() != 5 || q.Stats().Len != 0 {
+			t.Fatalf("%d items reached waiters, %d left", got.Load(), q.Stats().Len)
 		}
 	})
 }
@@ -201,8 +201,8 @@ func TestQueueAdaptiveLIFOAndSojournBound(t *testing.T) {
 		if len(shed) != 2 || shed[0] != "d" || shed[1] != "b" || q.Stats().Shed != 2 {
 			t.Fatalf("shed %v, stats %+v", shed, q.Stats())
 		}
-		if q.Len() != 0 || q.Stats().Standing {
-			t.Fatalf("len %d standing %v", q.Len(), q.Stats().Standing)
+		if q.Stats().Len != 0 || q.Stats().Standing {
+			t.Fatalf("len %d standing %v", q.Stats().Len, q.Stats().Standing)
 		}
 	})
 }

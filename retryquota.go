@@ -40,7 +40,8 @@ const (
 // words. Nothing allocates.
 //
 // Its methods take the time as a parameter, so they are pure computations over
-// the deposits made so far; [Retry] and [Hedge] pass time.Now().
+// the deposits made so far; [Retry] and [Hedge] pass time.Now(). A nil
+// *RetryQuota is no quota: Withdraw always succeeds and nothing is counted.
 type RetryQuota struct {
 	// TTL is how long a deposit or a withdrawal counts. Zero means 10 s.
 	TTL time.Duration
@@ -124,6 +125,9 @@ func (b *RetryQuota) units(now time.Time) int64 {
 // balance. [Retry] and [Hedge] deposit once per call, before the first
 // attempt.
 func (b *RetryQuota) Deposit(now time.Time) {
+	if b == nil {
+		return // a nil quota is no quota
+	}
 	if d := b.deposit(); d > 0 {
 		b.add(now, d)
 	}
@@ -135,6 +139,9 @@ func (b *RetryQuota) Deposit(now time.Time) {
 // balance; when several race for the last retry, more than one may be
 // refused.
 func (b *RetryQuota) Withdraw(now time.Time) bool {
+	if b == nil {
+		return true // a nil quota is no quota: every retry may go
+	}
 	b.add(now, -retryScale)
 	if b.units(now) >= 0 {
 		return true
@@ -146,9 +153,17 @@ func (b *RetryQuota) Withdraw(now time.Time) bool {
 
 // Balance returns how many retries the budget would allow at now.
 func (b *RetryQuota) Balance(now time.Time) int {
+	if b == nil {
+		return 0
+	}
 	return int(max(b.units(now), 0) / retryScale)
 }
 
 // Suppressed returns how many retries (and hedges) the budget has refused
 // since it was created.
-func (b *RetryQuota) Suppressed() int64 { return b.suppressed.Load() }
+func (b *RetryQuota) Suppressed() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.suppressed.Load()
+}

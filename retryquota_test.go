@@ -107,7 +107,8 @@ func TestRetryBudgetCapsRetriesUnderSustainedOutage(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rb := &budget.RetryQuota{MinPerSecond: tc.floor}
 				rec := &recorder{}
-				op := &budget.Op{Name: "dep", Observer: rec}
+				// Throttling off: this measures the quota alone.
+				op := &budget.Op{Name: "dep", Observer: rec, Throttle: -1}
 				r := &budget.Retry{Quota: rb, Backoff: -1, MaxAttempts: 3}
 				errDown := errors.New("down")
 				var attempts, requests int

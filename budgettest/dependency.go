@@ -2,6 +2,7 @@ package budgettest
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -42,8 +43,16 @@ type Dependency struct {
 	calls atomic.Int64
 }
 
-// Call makes one call to the dependency within ctx.
+// Call makes one call to the dependency within ctx. A nil ctx is a caller
+// that never gives up, as context.Background. Call on a nil *Dependency
+// returns an error saying so.
 func (d *Dependency) Call(ctx context.Context) error {
+	if d == nil {
+		return errNilDependency
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	d.calls.Add(1)
 	if d.Probe != nil {
 		defer d.Probe.Track(ctx)()
@@ -70,8 +79,15 @@ func (d *Dependency) Call(ctx context.Context) error {
 	return d.Err
 }
 
-// Calls returns how many calls have been made.
-func (d *Dependency) Calls() int64 { return d.calls.Load() }
+// Calls returns how many calls have been made; zero for a nil *Dependency.
+func (d *Dependency) Calls() int64 {
+	if d == nil {
+		return 0
+	}
+	return d.calls.Load()
+}
+
+var errNilDependency = errors.New("budgettest: Call on a nil *Dependency")
 
 // ServeHTTP makes the dependency an HTTP server: each request is one call
 // within the request's context, which net/http cancels when the client's

@@ -11,7 +11,8 @@ import (
 // Probe records, for each piece of work it tracks, when the work started,
 // when its caller gave up and when the work stopped. The zero value is ready
 // to use. A Probe is safe for concurrent use; it keeps every record, so use
-// one per test.
+// one per test. A nil *Probe tracks nothing: its methods report no records
+// and no running work, and Track's stop still returns the work's record.
 type Probe struct {
 	mu      sync.Mutex
 	records []Record
@@ -60,12 +61,20 @@ func (r Record) PastDeadline() (time.Duration, bool) {
 // Track starts measuring one piece of work done for the caller of ctx, and
 // returns the function to call when the work stops; call it exactly once,
 // typically deferred. stop returns the work's record, for code that reports
-// it per request. Track costs a context.AfterFunc registration and three
+// it per request; calling it again returns the same record and records
+// nothing more. A nil ctx is a caller that never gives up, as
+// context.Background. Track costs a context.AfterFunc registration and three
 // allocations.
 func (p *Probe) Track(ctx context.Context) (stop func() Record) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	t := &tracked{ctx: ctx, rec: Record{Start: time.Now()}}
 	t.rec.Deadline, _ = ctx.Deadline()
 	t.release = context.AfterFunc(ctx, t.gaveUp)
+	if p == nil {
+		return func() Record { rec, _ := t.finish(time.Now()); return rec }
+	}
 	p.mu.Lock()
 	if p.running == 0 {
 		p.idle = make(chan struct{})
@@ -103,13 +112,14 @@ func (t *tracked) doneAt(now time.Time) time.Time {
 	return now
 }
 
-func (p *Probe) stop(t *tracked) Record {
-	now := time.Now()
+// finish stops the work's clock at now, the first time it is called, and
+// returns its record and whether this call was the first.
+func (t *tracked) finish(now time.Time) (Record, bool) {
 	t.release()
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.stopped {
-		t.mu.Unlock()
-		panic("budgettest: stop called twice")
+		return t.rec, false
 	}
 	t.stopped = true
 	t.rec.Stop = now
@@ -118,8 +128,14 @@ func (p *Probe) stop(t *tracked) Record {
 		// had not run yet.
 		t.rec.GaveUp = t.doneAt(now)
 	}
-	rec := t.rec
-	t.mu.Unlock()
+	return t.rec, true
+}
+
+func (p *Probe) stop(t *tracked) Record {
+	rec, first := t.finish(time.Now())
+	if !first {
+		return rec // a second stop: counted once already
+	}
 	p.mu.Lock()
 	p.records = append(p.records, rec)
 	p.running--
@@ -134,6 +150,9 @@ func (p *Probe) stop(t *tracked) Record {
 // Records returns a copy of the records of the work that has stopped, in the
 // order it stopped.
 func (p *Probe) Records() []Record {
+	if p == nil {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]Record(nil), p.records...)
@@ -143,6 +162,9 @@ func (p *Probe) Records() []Record {
 // first, how long it kept running after that ([Record.Orphaned]), in the
 // order the work stopped.
 func (p *Probe) Orphaned() []time.Duration {
+	if p == nil {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []time.Duration
@@ -156,6 +178,9 @@ func (p *Probe) Orphaned() []time.Duration {
 
 // Running returns how many tracked pieces of work have not stopped yet.
 func (p *Probe) Running() int {
+	if p == nil {
+		return 0
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.running
@@ -163,7 +188,14 @@ func (p *Probe) Running() int {
 
 // Wait blocks until no tracked work is running, or ctx is done, in which case
 // it returns ctx's error. Work tracked while Wait blocks is waited for too.
+// A nil ctx waits as long as it takes, as context.Background.
 func (p *Probe) Wait(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	for {
 		p.mu.Lock()
 		idle := p.idle

@@ -57,7 +57,7 @@ func TestReport(t *testing.T) {
 	strategies := []compare.Strategy{compare.Failsafe(compare.TunedFailsafe), compare.Budget(compare.DefaultBudget)}
 	recovery := make([][]time.Duration, len(strategies))
 	for _, m := range recoveryMoments() {
-		for i, r := range recoveryAt(t, m, strategies) {
+		for i, r := range recoveryAt(t, true, m, strategies) {
 			if r.Recovered {
 				recovery[i] = append(recovery[i], r.Recovery)
 			}

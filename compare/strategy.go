@@ -87,11 +87,18 @@ func orFallback(ctx context.Context, err error, fallback func(context.Context) e
 // Lineup returns the strategies the comparison runs, in the order it reports
 // them: the common bug and careful Go with 3 s per call, failsafe-go with
 // [TunedFailsafe], and budget with [DefaultBudget].
-func Lineup() []Strategy {
+func Lineup() []Strategy { return LineupPerCall(3 * time.Second) }
+
+// LineupPerCall is [Lineup] with perCall as every strategy's per-call limit:
+// the common bug's and careful code's timeout, the breaker's timeout policy
+// and budget's Op.Cap.
+func LineupPerCall(perCall time.Duration) []Strategy {
+	fs, bud := TunedFailsafe, DefaultBudget
+	fs.Timeout, bud.Cap = perCall, perCall
 	return []Strategy{
-		CommonBug(3 * time.Second),
-		Careful(3 * time.Second),
-		Failsafe(TunedFailsafe),
-		Budget(DefaultBudget),
+		CommonBug(perCall),
+		Careful(perCall),
+		Failsafe(fs),
+		Budget(bud),
 	}
 }

@@ -3,6 +3,7 @@ package grpcbudget
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"time"
@@ -74,6 +75,9 @@ func (c *client) op(method string) *budget.Op {
 
 func (c *client) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
 	invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if invoker == nil {
+		return errNil("invoker")
+	}
 	call := func(actx context.Context) error {
 		octx, cancel, err := c.outgoing(actx, method)
 		if err != nil {
@@ -96,6 +100,9 @@ func (c *client) unary(ctx context.Context, method string, req, reply any, cc *g
 
 func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
 	streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	if streamer == nil {
+		return nil, errNil("streamer")
+	}
 	if op := c.op(method); op != nil && ctx.Err() == nil {
 		if dec := op.Admit(ctx); !dec.Admit {
 			return nil, c.result(ctx, budget.Refuse(ctx, op.Name, time.Now(), dec.Available, dec.Needed))
@@ -113,11 +120,13 @@ func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 		return nil, c.result(ctx, err)
 	}
 	if cancel != nil {
-		// The transit deadline lives as long as the stream: grpc-go ends the
-		// stream when its context is done, and releases the context's
-		// resources then; cancel also runs when the stream ends with an error
-		// on Recv.
-		return &clientStream{ClientStream: cs, ctx: ctx, c: c, cancel: cancel}, nil
+		// The transit deadline lives as long as the stream. grpc-go documents
+		// when a stream is over (grpc.ClientConn.NewStream): RecvMsg returned
+		// a non-nil error (io.EOF included), or a message on a call whose
+		// server does not stream (CloseAndRecv), or Header or SendMsg
+		// returned an error other than io.EOF. The wrapper cancels then, so
+		// the deadline's timer does not outlive the stream.
+		return &clientStream{ClientStream: cs, ctx: ctx, c: c, cancel: cancel, serverStreams: desc != nil && desc.ServerStreams}, nil
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		return cs, nil // no deadline: nothing for the wrapper to map
@@ -187,15 +196,23 @@ func (c *client) result(ctx context.Context, err error) error {
 // interceptor maps the error of opening it.
 type clientStream struct {
 	grpc.ClientStream
-	ctx    context.Context
-	c      *client
-	cancel context.CancelFunc
+	ctx           context.Context
+	c             *client
+	cancel        context.CancelFunc // nil when the context was not derived
+	serverStreams bool               // the server sends more than one message
+}
+
+// done releases the stream's derived context once the stream is over.
+func (s *clientStream) done() {
+	if s.cancel != nil {
+		s.cancel()
+	}
 }
 
 func (s *clientStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
-	if err != nil && s.cancel != nil {
-		s.cancel()
+	if err != nil || !s.serverStreams {
+		s.done() // the stream is over: an error, io.EOF, or the one reply
 	}
 	if err == nil || isEOF(err) {
 		return err
@@ -208,7 +225,23 @@ func (s *clientStream) SendMsg(m any) error {
 	if err == nil || isEOF(err) {
 		return err
 	}
+	s.done()
 	return s.c.result(s.ctx, err)
 }
 
+func (s *clientStream) Header() (metadata.MD, error) {
+	md, err := s.ClientStream.Header()
+	if err != nil {
+		s.done()
+		return md, s.c.result(s.ctx, err)
+	}
+	return md, nil
+}
+
 func isEOF(err error) bool { return err == io.EOF }
+
+// errNil is the error of an interceptor called without the function it
+// wraps, which grpc-go never does.
+func errNil(what string) error {
+	return fmt.Errorf("grpcbudget: client interceptor called with a nil %s: %w", what, budget.ErrMisconfigured)
+}

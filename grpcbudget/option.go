@@ -1,6 +1,7 @@
 package grpcbudget
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/timebudget/budget"
@@ -52,20 +53,33 @@ func (o bothOption) applyServer(c *serverConfig) { o.server(c) }
 func (o bothOption) applyClient(c *clientConfig) { o.client(c) }
 
 // WithPolicy sets a fixed inbound policy. The default is the zero
-// [wire.Policy]: trust the default sources, impose no deadline on calls that
-// carry none, refuse only calls whose deadline has passed. A nil policy turns
-// enforcement off. Use [WithSwitch] to change it at run time.
+// [wire.Policy]: trust the default sources (grpc-timeout among them) with no
+// cap, impose no deadline on calls that carry none, refuse only calls whose
+// deadline has passed; that suits a service behind a trusted edge, not the
+// edge itself (see [UnaryServerInterceptor]). A nil policy turns enforcement
+// off. Use [WithSwitch] to change it at run time.
+//
+// A policy that [wire.Policy.Validate] rejects (a negative value, a Min that
+// would shed every call) is a setup mistake: the interceptor constructors
+// panic with an error matching [budget.ErrMisconfigured] and
+// [wire.ErrInvalidPolicy] that names the field, before any call is served.
+// Call Validate first to handle the mistake as an error instead.
 func WithPolicy(p *wire.Policy) ServerOption {
 	return serverOption(func(c *serverConfig) {
 		s := new(wire.Switch)
-		s.Store(p)
+		if err := s.Store(p); err != nil {
+			// A setup mistake, caught before any call.
+			panic(fmt.Errorf("grpcbudget: %w: %w", budget.ErrMisconfigured, err))
+		}
 		c.policy = s
 	})
 }
 
 // WithSwitch reads the inbound policy from s on every call, so an operator
 // can turn enforcement off or loosen it without a restart by storing a new
-// policy in s.
+// policy in s; [wire.Switch.Store] refuses an invalid one and keeps the
+// running policy. A nil s is the default policy, as if the option were not
+// given.
 func WithSwitch(s *wire.Switch) ServerOption {
 	return serverOption(func(c *serverConfig) { c.policy = s })
 }

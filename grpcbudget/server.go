@@ -57,6 +57,18 @@ import (
 // reported to the observer as [budget.EventSkew] and [budget.EventMalformed],
 // refusals as [budget.EventRefuse] with [budget.OutcomeShed] or
 // [budget.OutcomeExpired].
+//
+// With no options, the interceptor applies the zero [wire.Policy]: it trusts
+// grpc-timeout and the other default sources with no cap, runs calls that
+// carry no deadline without one, and refuses only calls whose deadline has
+// already passed; that is the policy of a service behind an edge it trusts.
+// With Max set, Max is a ceiling: the handler's deadline is at most Max after
+// arrival whatever the client sent, trusted or not, or omitted, even though
+// grpc-go has already put the client's grpc-timeout on the context. When the
+// policy does not trust grpc-timeout, that deadline is not taken as the
+// budget either: the handler's deadline is the earlier of the policy's and
+// the context's. An invalid policy makes the constructor panic at setup (see
+// [WithPolicy]).
 func UnaryServerInterceptor(opts ...ServerOption) grpc.UnaryServerInterceptor {
 	s := newServer(opts)
 	return s.unary

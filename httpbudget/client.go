@@ -2,6 +2,7 @@ package httpbudget
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -38,6 +39,12 @@ var ErrUpstreamExpired = errors.New("httpbudget: upstream refused: budget spent"
 // It makes no retries of its own. Requests without a deadline pass through
 // unchanged. A Transport is safe for concurrent use.
 //
+// The zero Transport is ready to use, as http.Transport's is: it sends
+// through [http.DefaultTransport] with the defaults [NewTransport] documents
+// for its options (both headers, a minimum useful time of one millisecond, no
+// transit allowance). A nil *Transport, or a nil request, is refused with an
+// error matching [budget.ErrMisconfigured]; RoundTrip never panics.
+//
 // Clients built on top of an http.Client may re-map the error: connect-go, for
 // one, reports any transport error that is not a context error as
 // CodeUnavailable. A local refusal still matches [budget.ErrInsufficient]
@@ -53,7 +60,7 @@ func NewTransport(base http.RoundTripper, opts ...ClientOption) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	cfg := clientConfig{minUseful: time.Millisecond, sendDeadline: true}
+	cfg := clientConfig{minUseful: time.Millisecond}
 	for _, o := range opts {
 		if o != nil {
 			o.applyClient(&cfg)
@@ -64,20 +71,31 @@ func NewTransport(base http.RoundTripper, opts ...ClientOption) *Transport {
 
 // RoundTrip implements [http.RoundTripper].
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t == nil || req == nil {
+		if req != nil && req.Body != nil {
+			_ = req.Body.Close() // as a RoundTripper must, even on error
+		}
+		return nil, errNilTransport(t == nil)
+	}
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport // the zero Transport
+	}
 	ctx := req.Context()
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		return t.base.RoundTrip(req)
+		return base.RoundTrip(req)
 	}
 	now := time.Now()
 	remaining := deadline.Sub(now)
 	left := remaining - t.cfg.transit
+	minUseful := max(t.cfg.minUseful, time.Millisecond)
 	timeout, ok := wire.FormatRequestTimeout(left)
-	if left < t.cfg.minUseful || !ok {
+	if left < minUseful || !ok {
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}
-		return nil, budget.Refuse(ctx, t.stage(req), now, left, t.cfg.minUseful)
+		return nil, budget.Refuse(ctx, t.stage(req), now, left, minUseful)
 	}
 	out := new(http.Request)
 	*out = *req
@@ -86,7 +104,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.Header[k] = v
 	}
 	out.Header[wire.HeaderRequestTimeout] = []string{timeout}
-	if t.cfg.sendDeadline {
+	if !t.cfg.noDeadline {
 		if v, ok := wire.FormatRequestDeadline(deadline.Add(-t.cfg.transit)); ok {
 			out.Header[wire.HeaderRequestDeadline] = []string{v}
 		}
@@ -104,7 +122,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			out.Header.Set(wire.HeaderEnvoyUpstreamTimeout, v)
 		}
 	}
-	resp, err := t.base.RoundTrip(out)
+	resp, err := base.RoundTrip(out)
 	if err != nil || resp == nil {
 		return resp, err
 	}
@@ -129,4 +147,14 @@ func (t *Transport) stage(req *http.Request) string {
 		return req.URL.Host
 	}
 	return "http"
+}
+
+// errNilTransport is the error of a RoundTrip on a nil *Transport (nilT) or
+// with a nil request.
+func errNilTransport(nilT bool) error {
+	what := "a nil *http.Request"
+	if nilT {
+		what = "a nil *Transport"
+	}
+	return fmt.Errorf("httpbudget: RoundTrip on %s: %w", what, budget.ErrMisconfigured)
 }

@@ -1,6 +1,7 @@
 package httpbudget
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/timebudget/budget"
@@ -23,12 +24,12 @@ type handlerConfig struct {
 }
 
 type clientConfig struct {
-	transit      time.Duration
-	minUseful    time.Duration
-	connect      bool
-	envoy        bool
-	stage        string
-	sendDeadline bool
+	transit    time.Duration
+	minUseful  time.Duration
+	connect    bool
+	envoy      bool
+	stage      string
+	noDeadline bool // so that the zero Transport sends both headers
 }
 
 type handlerOption func(*handlerConfig)
@@ -41,19 +42,38 @@ func (f clientOption) applyClient(c *clientConfig) { f(c) }
 
 // WithPolicy sets a fixed inbound policy. The default is the zero
 // [wire.Policy]: trust the default sources, impose no deadline on requests
-// that send none, refuse only requests whose deadline has passed. A nil
-// policy turns enforcement off. Use [WithSwitch] to change it at run time.
+// that send none and no cap on those that send one, refuse only requests
+// whose deadline has passed; that suits a service behind a trusted edge, not
+// the edge itself (see [NewHandler]). A nil policy turns enforcement off. Use
+// [WithSwitch] to change it at run time.
+//
+// A policy that [wire.Policy.Validate] rejects (a negative value, a Min that
+// would shed every request) is a setup mistake: [NewHandler] panics with an
+// error matching [budget.ErrMisconfigured] and [wire.ErrInvalidPolicy] that
+// names the field, before any request is served. Call Validate first to
+// handle the mistake as an error instead.
 func WithPolicy(p *wire.Policy) ServerOption {
 	return handlerOption(func(c *handlerConfig) {
 		s := new(wire.Switch)
-		s.Store(p)
+		if err := s.Store(p); err != nil {
+			// As NewHandler(nil) does: a setup mistake, caught before any request.
+			panic(invalidPolicy(err))
+		}
 		c.policy = s
 	})
 }
 
+// invalidPolicy is the error a constructor panics with for a policy that
+// wire.Policy.Validate rejects.
+func invalidPolicy(err error) error {
+	return fmt.Errorf("httpbudget: %w: %w", budget.ErrMisconfigured, err)
+}
+
 // WithSwitch reads the inbound policy from s on every request, so an operator
 // can turn enforcement off or loosen it without a restart by storing a new
-// policy in s.
+// policy in s; [wire.Switch.Store] refuses an invalid one and keeps the
+// running policy. A nil s is the default policy, as if the option were not
+// given.
 func WithSwitch(s *wire.Switch) ServerOption {
 	return handlerOption(func(c *handlerConfig) { c.policy = s })
 }
@@ -117,7 +137,7 @@ func WithEnvoyTimeoutHeader() ClientOption {
 // for callees whose clocks are known not to agree with ours. The default
 // sends both headers.
 func WithoutDeadlineHeader() ClientOption {
-	return clientOption(func(c *clientConfig) { c.sendDeadline = false })
+	return clientOption(func(c *clientConfig) { c.noDeadline = true })
 }
 
 // WithClientStage names the stage of local refusals in errors and the ledger.

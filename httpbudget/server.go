@@ -52,6 +52,16 @@ import (
 // malformed values are reported to the observer as [budget.EventSkew] and
 // [budget.EventMalformed]. NewHandler panics if next is nil, as http.Handle
 // does; nil options are ignored.
+//
+// With no options, NewHandler applies the zero [wire.Policy]: it trusts the
+// deadline headers clients send ([wire.SourcesDefault]) with no cap, runs
+// requests that send none without a deadline, and refuses only requests whose
+// deadline has already passed. That is the policy of a service behind an edge
+// it trusts. A public edge must not trust its clients: give it
+// WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Max: ...}), under which no
+// handler runs longer than Max whatever a request sent or omitted. With Max
+// set, every admitted request runs with a deadline at most Max away. An
+// invalid policy makes NewHandler panic at setup (see [WithPolicy]).
 func NewHandler(next http.Handler, opts ...ServerOption) http.Handler {
 	if next == nil {
 		// As http.Handle does: a setup mistake, caught before any request.

@@ -2,16 +2,20 @@ package httpbudget
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/timebudget/budget"
 )
 
 // Limits are the fixed caps of the phases of an HTTP exchange. Each phase is
 // bounded by the smaller of its cap and the request's remaining budget, so a
 // cap is a safety bound for requests without a deadline and never grants time
 // the budget does not have. Zero fields take the defaults named below; the
-// zero Limits is ready to use.
+// zero Limits is ready to use. Negative fields are a mistake that
+// [Limits.Validate] reports; [NewBaseTransport] treats them as zero.
 type Limits struct {
 	// Dial caps establishing the TCP connection. Default 5 s.
 	Dial time.Duration
@@ -49,6 +53,22 @@ func NewBaseTransport(l Limits) *http.Transport {
 	t.ResponseHeaderTimeout = l.ResponseHeader
 	t.IdleConnTimeout = l.IdleConn
 	return t
+}
+
+// Validate reports the first negative field of l, as an error matching
+// [budget.ErrMisconfigured] that names it, or nil. Call it when configuration
+// loads: NewBaseTransport cannot return an error and takes a negative cap as
+// zero, the default.
+func (l Limits) Validate() error {
+	for _, f := range [...]struct {
+		name string
+		v    time.Duration
+	}{{"Dial", l.Dial}, {"TLSHandshake", l.TLSHandshake}, {"ResponseHeader", l.ResponseHeader}, {"IdleConn", l.IdleConn}} {
+		if f.v < 0 {
+			return fmt.Errorf("httpbudget: Limits.%s is negative (%v); zero means the default: %w", f.name, f.v, budget.ErrMisconfigured)
+		}
+	}
+	return nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -32,8 +32,11 @@
 // values included) and lets the strictest value win. [Policy.Decide] adds the server's
 // rules: a maximum, a default, a minimum below which requests are shed on arrival, a
 // reserve kept back for writing the response, and strict or lenient treatment of malformed
-// values. A [Switch] holds the policy of a running server so that an operator can loosen
-// it or turn it off without a restart.
+// values. Max is a ceiling: with Max set, no request runs longer than Max, whatever it
+// sent. [Policy.Validate] reports configuration mistakes (a negative value, a Min that
+// would shed everything) by field name. A [Switch] holds the policy of a running server
+// so that an operator can loosen it or turn it off without a restart; it refuses an
+// invalid policy and keeps the one it had.
 //
 // # Clocks
 //

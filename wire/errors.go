@@ -44,8 +44,12 @@ type ParseError struct {
 	Reason string
 }
 
-// Error returns a one-line description naming the header and the problem.
+// Error returns a one-line description naming the header and the problem; a nil
+// *ParseError returns the text of [ErrMalformed].
 func (e *ParseError) Error() string {
+	if e == nil {
+		return ErrMalformed.Error()
+	}
 	return "wire: malformed " + e.Header + " " + strconv.Quote(e.Value) + ": " + e.Reason
 }
 

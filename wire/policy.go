@@ -8,28 +8,42 @@ import (
 // Policy is a server's inbound rule for request deadlines: which headers it trusts, the
 // limits it puts on what they ask for, and when it refuses a request on arrival.
 //
-// The zero value is useful: it trusts [SourcesDefault], applies the strictest value a
-// client sent, imposes no deadline on requests that send none, ignores and counts
-// malformed values, and refuses only requests whose deadline has already passed. A nil
-// *Policy means enforcement is off (see [Policy.Decide]).
+// The zero value is the policy of a service behind a trusted edge: it trusts
+// [SourcesDefault], applies the strictest value a client sent with no cap, imposes no
+// deadline on requests that send none, ignores and counts malformed values, and refuses
+// only requests whose deadline has already passed. It sets no ceiling, so that a service
+// with long-lived streams or uploads is not cut off by a default it never chose; it is
+// therefore not a policy for a public edge, where clients are not trusted. An edge sets
+// Trust to [SourcesNone] and Max (and usually Default and Min): every request then runs
+// under the edge's own deadline whatever it sends, as Envoy's route timeout (15 s unless
+// configured) does for the requests it proxies. A nil *Policy means enforcement is off
+// (see [Policy.Decide]).
+//
+// Max is a ceiling on every request the policy admits: when Max is set, no handler runs
+// with a deadline later than Max after arrival, whatever the client sent, trusted or not,
+// or omitted. Call [Policy.Validate] when the configuration loads; [Switch.Store] and the
+// adapters' constructors do.
 //
 // A Policy is read-only while in use: [Policy.Decide] may be called from many goroutines
 // at once, but the fields must not change meanwhile. To change the policy of a running
 // server, store a new one in a [Switch].
 type Policy struct {
-	// Max caps what a client may ask for: a trusted value granting more time is
-	// clamped to Max, and so is Default. Zero or negative means no cap.
+	// Max is the longest any request may run: a trusted value granting more time is
+	// clamped to Max, and so is Default; a request that sends no trusted, usable
+	// value runs under Max when Default is zero. Zero means no cap; negative is
+	// invalid ([Policy.Validate]) and, if used anyway, means no cap.
 	Max time.Duration
 
 	// Default is the budget of a request that sends no trusted, usable value,
-	// including one whose only absolute value was ignored for clock skew. Zero or
-	// negative imposes no deadline on such requests.
+	// including one whose only absolute value was ignored for clock skew. Zero
+	// means Max when Max is set, and otherwise imposes no deadline on such
+	// requests; negative is invalid and, if used anyway, means zero.
 	Default time.Duration
 
 	// Min sheds requests on arrival: when less than Min is left for the handler
 	// (after Reserve), the request is refused with [ErrShed] rather than started
-	// on work it cannot finish. Zero or negative sheds only requests with no time
-	// left for the handler at all.
+	// on work it cannot finish. Zero sheds only requests with no time left for the
+	// handler at all; negative is invalid and, if used anyway, means zero.
 	Min time.Duration
 
 	// Trust is the set of headers that count. The zero value means [SourcesDefault].
@@ -39,8 +53,8 @@ type Policy struct {
 	Trust Sources
 
 	// Reserve is time kept back from the handler to write the response: the
-	// handler's deadline is the caller's deadline minus Reserve. Zero or negative
-	// keeps nothing back.
+	// handler's deadline is the caller's deadline minus Reserve. Zero keeps nothing
+	// back; negative is invalid and, if used anyway, means zero.
 	Reserve time.Duration
 
 	// Strict rejects a request that carries any malformed value in a trusted header,
@@ -52,7 +66,8 @@ type Policy struct {
 
 	// Skew is how far an absolute value may disagree with the relative values, or
 	// lie in the past when it comes alone, before it is taken as clock disagreement
-	// (see [Extract]). Zero or negative means [DefaultSkew].
+	// (see [Extract]). Zero means [DefaultSkew]; negative is invalid and, if used
+	// anyway, means DefaultSkew.
 	Skew time.Duration
 }
 
@@ -102,9 +117,11 @@ type Decision struct {
 	// Source is the header that set the deadline, or 0 when Default did or none
 	// applies. Use SourceName for a telemetry label.
 	Source Sources
-	// Defaulted reports that the policy's Default set the deadline.
+	// Defaulted reports that the policy's Default set the deadline, or its Max
+	// standing in for a zero Default.
 	Defaulted bool
-	// Clamped reports that the policy's Max shortened the deadline.
+	// Clamped reports that the policy's Max shortened a deadline the client sent or
+	// the Default.
 	Clamped bool
 	// Reason is why the request was refused, or ReasonNone.
 	Reason Reason
@@ -138,8 +155,9 @@ func (d Decision) SourceName() string {
 // the deadline to apply, or none. now should be taken as early as the server can see the
 // request, so that time queued inside the server counts.
 //
-// The deadline is the strictest trusted value ([Extract]), or Default when there is none,
-// clamped to Max; the handler gets it minus Reserve. The error is non-nil exactly when
+// The deadline is the strictest trusted value ([Extract]), or Default when there is none
+// (Max when Default is zero), clamped to Max; the handler gets it minus Reserve. So with
+// Max set every admitted request has a deadline at most Max away. The error is non-nil exactly when
 // the request must be refused, and Decision.Reason says why:
 //
 //   - a malformed trusted value under a Strict policy: a [*ParseError] naming the
@@ -175,6 +193,10 @@ func (p *Policy) Decide(h Header, now time.Time) (Decision, error) {
 		left, d.HasDeadline = x.Remaining, true
 	case p.Default > 0:
 		left, d.HasDeadline, d.Defaulted = p.Default, true, true
+	case p.Max > 0:
+		// Max is a ceiling, not only a clamp: a request that sends nothing
+		// usable must not run longer than one that asks for too much.
+		left, d.HasDeadline, d.Defaulted = p.Max, true, true
 	}
 	if d.HasDeadline {
 		if p.Max > 0 && left > p.Max {

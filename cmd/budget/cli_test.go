@@ -20,7 +20,7 @@ func TestUsage(t *testing.T) {
 		noStdout bool
 	}{
 		{name: "no command", args: nil, code: 2, stderr: "Usage:", noStdout: true},
-		{name: "unknown command", args: []string{"sim"}, code: 2, stderr: `unknown command "sim"`, noStdout: true},
+		{name: "unknown command", args: []string{"simulate"}, code: 2, stderr: `unknown command "simulate"`, noStdout: true},
 		{name: "help", args: []string{"help"}, code: 0, stdout: "budget demo --help"},
 		{name: "demo help", args: []string{"demo", "--help"}, code: 0, stdout: "--budget DURATION"},
 		{name: "demo -h", args: []string{"demo", "-h"}, code: 0, stdout: "--scenario LIST"},

@@ -12,6 +12,7 @@ require (
 	github.com/timebudget/budget v0.0.0
 	github.com/timebudget/budget/grpcbudget v0.0.0
 	go.uber.org/goleak v1.3.0
+	go.yaml.in/yaml/v3 v3.0.6
 	gonum.org/v1/plot v0.17.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12

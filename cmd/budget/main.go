@@ -40,6 +40,10 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	switch args[0] {
 	case "demo":
 		return demoMain(ctx, args[1:], stdout, stderr)
+	case "audit":
+		return auditMain(args[1:], stdout, stderr)
+	case "sim":
+		return simMain(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -60,8 +64,12 @@ Commands:
 	demo    run services on loopback with injected faults and compare per-call
 	        timeouts, a shared deadline, a shared deadline with admission and
 	        no timeout; prints a table, writes report.html and report.json
+	audit   check the timeouts of a call graph declared in YAML against each
+	        other and the budget; one line per finding with a suggested value
+	sim     simulate a call graph declared in YAML in virtual time under the
+	        same four patterns; prints a table, writes report.html and .json
 
-Run 'budget demo --help' for the demo's flags.
+Run 'budget demo --help' for the demo's flags; audit and sim take --help too.
 `
 
 // quietLog discards the HTTP servers' own error log: the demo cancels

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/timebudget/budget/cmd/budget/internal/audit"
+	"github.com/timebudget/budget/cmd/budget/internal/topology"
+)
+
+const auditUsage = `Usage: budget audit [--format text|json] FILE
+
+Checks the timeouts of a service call graph declared in YAML (FILE) against
+each other and against the user's budget:
+
+	inverted     a caller gives up before its callee's attempts can end:
+	             timeout(caller) > timeout(callee) + retries × (timeout(callee) + backoff)
+	             must hold, where timeout(caller) is the smallest timeout of the
+	             calls that reach the caller (the budget for the entry)
+	over-budget  the entry's calls can take longer than the budget
+	sequence     a service's calls, one after another, can take longer than it
+	             is given, though each fits alone
+	below-p99    a timeout is below the callee's p99 (its own plus its callees')
+	no-timeout   a call has no timeout
+	cycle        calls lead back to a service already on the path
+
+It prints one line per finding, "caller -> callee: what is wrong; suggested
+value", and a summary on stderr. Exit status: 0 when there are no findings,
+1 when there are, 2 when FILE cannot be read or is malformed (reported as
+FILE:LINE:COL: message).
+
+The file:
+
+	entry: edge
+	budget: 3s            # what the user waits at the entry
+	services:
+	  edge:
+	    calls:
+	      - {to: search, timeout: 2s, retries: 1, backoff: 100ms}
+	  search:
+	    latency: {p50: 20ms, p99: 200ms}
+	    calls:
+	      - {to: db, timeout: 1.5s, retries: 2, backoff: 50ms}
+	  db:
+	    latency: {p50: 5ms, p99: 80ms}
+
+A call may list fallbacks tried in order after it failed, each a call
+({to: SERVICE, timeout: DUR}) or a local answer ({local: cache, latency:
+{p50: DUR, p99: DUR}}), and a share (the fraction of requests that make
+it; audit assumes every call is made). A service may set workers (requests
+served at a time), host (another service whose servers it runs on) and
+cancellable (its work stops when its caller leaves); budget sim uses those.
+
+Flags:
+
+	--format FORMAT   text (default) or json
+`
+
+func auditMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	format := fs.String("format", "text", "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, auditUsage)
+			return 0
+		}
+		fmt.Fprintf(stderr, "budget audit: %v\n\n%s", err, auditUsage)
+		return 2
+	}
+	if *format != "text" && *format != "json" {
+		fmt.Fprintf(stderr, "budget audit: --format %q: want text or json\n", *format)
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintf(stderr, "budget audit: want one FILE, got %d arguments\n\n%s", fs.NArg(), auditUsage)
+		return 2
+	}
+	top, err := readTopology(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "budget audit: %v\n", err)
+		return 2
+	}
+	rep := audit.Check(top)
+	if *format == "json" {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteText(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "budget audit: %v\n", err)
+		return 2
+	}
+	fmt.Fprintf(stderr, "budget audit: %s: %s\n", fs.Arg(0), rep.Summary())
+	if len(rep.Findings) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// readTopology reads and parses a topology file; errors name the file and,
+// for a malformed one, the line and column.
+func readTopology(path string) (*topology.Topology, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return topology.Parse(path, data)
+}

@@ -1,0 +1,64 @@
+package sim_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/timebudget/budget/cmd/budget/internal/sim"
+	"github.com/timebudget/budget/cmd/budget/internal/topology"
+)
+
+// FuzzRun simulates every topology the parser accepts, with a fault on its
+// entry's first callee: no input may make the simulation panic or lose a
+// request.
+func FuzzRun(f *testing.F) {
+	for _, glob := range []string{"testdata/*.yaml", "../topology/testdata/good/*.yaml", "../audit/testdata/*.yaml"} {
+		files, _ := filepath.Glob(glob)
+		for _, p := range files {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				f.Fatal(err)
+			}
+			for kind := range uint8(4) {
+				f.Add(data, kind, uint64(1))
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte, kind uint8, seed uint64) {
+		top, err := topology.Parse("fuzz.yaml", data)
+		if err != nil || len(top.Names) > 50 || top.Budget > 10*60e9 {
+			return
+		}
+		cfg := sim.Config{Requests: 40, Concurrency: 4, Seed: seed, Workers: 2}
+		if kind&4 != 0 {
+			cfg.Rate, cfg.Concurrency = 1000, 0
+		}
+		if calls := top.Services[top.Entry].Calls; len(calls) > 0 {
+			ft := sim.Fault{Service: calls[0].To}
+			switch kind % 4 {
+			case 1:
+				ft.Kind = sim.Hang
+			case 2:
+				ft.Kind, ft.Latency = sim.Slow, top.Budget
+			case 3:
+				ft.Kind, ft.P = sim.Fail, 0.5
+			}
+			if ft.Kind != 0 {
+				cfg.Faults = []sim.Fault{ft}
+			}
+		}
+		res, err := sim.Run(top, cfg)
+		if err != nil {
+			if c, _ := top.Cycle(); c == nil {
+				t.Fatalf("Run: %v", err)
+			}
+			return
+		}
+		for _, r := range res {
+			if r.Requests != 40 {
+				t.Fatalf("%s: %d requests ended, want 40", r.Pattern, r.Requests)
+			}
+		}
+	})
+}

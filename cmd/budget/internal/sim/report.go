@@ -1,0 +1,166 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// Report is everything report.json holds. Field names are stable.
+type Report struct {
+	// File is the topology file simulated.
+	File string `json:"file"`
+	// Entry, BudgetMs and Services describe the topology.
+	Entry    string  `json:"entry"`
+	BudgetMs float64 `json:"budget_ms"`
+	Services int     `json:"services"`
+	// Requests, Rate, Concurrency, Seed, Workers and Faults repeat the
+	// configuration (with its defaults filled in); Rate is 0 for a closed
+	// loop.
+	Requests    int      `json:"requests"`
+	Rate        float64  `json:"rate_per_second"`
+	Concurrency int      `json:"concurrency"`
+	Seed        uint64   `json:"seed"`
+	Workers     int      `json:"default_workers"`
+	Faults      []string `json:"faults"`
+	// GiveUpMs is how long a user waits before giving up on a request.
+	GiveUpMs float64 `json:"give_up_ms"`
+	// WallSeconds is how long the simulation took to run, the only figure
+	// that varies between runs with the same seed.
+	WallSeconds float64 `json:"wall_seconds"`
+	// Results has one entry per pattern, in the order of Patterns.
+	Results []Result `json:"results"`
+}
+
+// NewReport describes results of simulating the topology in file with cfg.
+func NewReport(file string, entry string, budgetMs float64, services int, cfg Config, results []Result) *Report {
+	cfg = cfg.withDefaults()
+	r := &Report{File: file, Entry: entry, BudgetMs: budgetMs, Services: services,
+		Requests: cfg.Requests, Rate: cfg.Rate, Concurrency: cfg.Concurrency, Seed: cfg.Seed,
+		Workers: cfg.Workers, Faults: []string{}, GiveUpMs: GiveUpFactor * budgetMs, Results: results}
+	if cfg.Rate > 0 {
+		r.Concurrency = 0
+	}
+	for _, f := range cfg.Faults {
+		r.Faults = append(r.Faults, f.String())
+	}
+	return r
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// Traffic describes the load in words.
+func (r *Report) Traffic() string {
+	load := fmt.Sprintf("%d users in a closed loop", r.Concurrency)
+	if r.Rate > 0 {
+		load = fmt.Sprintf("%g requests/s", r.Rate)
+	}
+	faults := "none"
+	if len(r.Faults) > 0 {
+		faults = strings.Join(r.Faults, ", ")
+	}
+	return fmt.Sprintf("budget %s · %d requests per pattern, %s · faults: %s · seed %d", fmtMs(r.BudgetMs), r.Requests, load, faults, r.Seed)
+}
+
+// WriteTable writes the results as a table, one row per pattern.
+func (r *Report) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "%s: %d services, entry %s\n  %s\n\n", r.File, r.Services, r.Entry, r.Traffic())
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	faults := len(r.Faults) > 0
+	head := "pattern             \tp50\tp99\tin budget\tlate\tfailed\tfailure p50\tfailure p99\twasted work\tgoodput\t"
+	if faults {
+		head += "others in budget\t"
+	}
+	fmt.Fprintln(tw, head+"refused before starting\t")
+	for _, res := range r.Results {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", fmt.Sprintf("%-20s", res.Name),
+			fmtMs(res.LatencyMs.P50), fmtMs(res.LatencyMs.P99), pct(res.InBudget), pct(res.Late), pct(res.Failed),
+			orDash(res.Failed > 0, fmtMs(res.FailureLatencyMs.P50)), orDash(res.Failed > 0, fmtMs(res.FailureLatencyMs.P99)),
+			fmtSeconds(res.WastedWorkSeconds), fmt.Sprintf("%.0f/s", res.GoodputPerSecond))
+		if faults {
+			fmt.Fprintf(tw, "%s\t", orDash(res.Others > 0, pct(res.OthersInBudget)))
+		}
+		fmt.Fprintf(tw, "%s\t\n", counts(res.RefusedBeforeStarting))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, n := range r.Notes() {
+		fmt.Fprintf(w, "· %s\n", n)
+	}
+	return nil
+}
+
+// Notes explain how to read the figures.
+func (r *Report) Notes() []string {
+	return []string{
+		"Virtual time: a discrete-event simulation, not a measurement; latencies are drawn from log-normal distributions fitted to each service's p50 and p99.",
+		fmt.Sprintf("In budget: answered within %s. Late: answered after it. Failed: an error, a refusal, or no answer by %s, when the user gives up.", fmtMs(r.BudgetMs), fmtMs(r.GiveUpMs)),
+		"Wasted work: worker time services held after the request they served was given up; work still running when the last request ended counts up to that moment.",
+		"Goodput: requests answered within the budget per simulated second. Others in budget: the share answered within the budget of the requests that never reached a faulty service (not needing it, or queued behind workers parked on it), which a fault should not touch.",
+		"Admission refuses an attempt when the time left is below the 90th percentile of the callee's last 32 attempts as its caller measured them (timed-out attempts count as never finishing), or its declared p99 before 8 samples; one refused call per 100ms still goes through as a probe.",
+	}
+}
+
+func fmtMs(ms float64) string {
+	switch {
+	case ms >= 10_000:
+		return fmt.Sprintf("%.0fs", ms/1000)
+	case ms >= 1000:
+		return fmt.Sprintf("%.2fs", ms/1000)
+	case ms >= 10:
+		return fmt.Sprintf("%.0fms", ms)
+	}
+	return fmt.Sprintf("%.1fms", ms)
+}
+
+func fmtSeconds(s float64) string {
+	switch {
+	case s == 0:
+		return "0s"
+	case s < 1:
+		return fmtMs(s * 1000)
+	case s < 100:
+		return fmt.Sprintf("%.1fs", s)
+	}
+	return fmt.Sprintf("%.0fs", s)
+}
+
+func pct(x float64) string {
+	if x > 0 && x < 0.01 {
+		return "<1%"
+	}
+	return fmt.Sprintf("%.0f%%", 100*x)
+}
+
+func orDash(ok bool, s string) string {
+	if !ok {
+		return "—"
+	}
+	return s
+}
+
+func counts(m map[string]int64) string {
+	if len(m) == 0 {
+		return "—"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
