@@ -18,8 +18,9 @@ import (
 // with hostile metadata in the incoming context and any deadline on it,
 // under a strict policy with a Max and its lenient twin, for several trust
 // sets. Whatever arrives: no panic; the call ends OK, DEADLINE_EXCEEDED or
-// (strict only) INVALID_ARGUMENT; a refused call never runs the handler; the
-// handler never has more than Max, nor more than the context allowed.
+// (strict only) INVALID_ARGUMENT; a refused call never runs the handler, and
+// a handler that ran ends DEADLINE_EXCEEDED only when its budget had run out;
+// the handler never has more than Max, nor more than the context allowed.
 func FuzzServerInterceptor(f *testing.F) {
 	f.Add("1500", "", "", "", "", "", int64(0), uint8(0))
 	f.Add("0", "", "", "", "", "", int64(3_600_000), uint8(1))
@@ -63,18 +64,28 @@ func FuzzServerInterceptor(f *testing.F) {
 			ctxDeadline, hasCtxDeadline := ctx.Deadline()
 			ran, left, okDeadline := false, time.Duration(0), false
 			var later bool
+			var handlerDeadline time.Time
 			_, err := v.u(ctx, nil, &grpcUnaryInfo, func(hctx context.Context, _ any) (any, error) {
 				dl, ok := hctx.Deadline()
 				ran, left, okDeadline = true, time.Until(dl), ok
 				later = hasCtxDeadline && dl.After(ctxDeadline)
+				handlerDeadline = dl
 				return nil, nil
 			})
 			cancel()
+			stillLive := time.Now().Before(handlerDeadline)
 			switch code := status.Code(err); {
 			case code == codes.OK:
 				if !ran || !okDeadline || left > max || later {
 					t.Fatalf("strict %v: OK with handler run %v, deadline %v, %v left, later than the context %v; want at most %v",
 						v.strict, ran, okDeadline, left, later, max)
+				}
+			case code == codes.DeadlineExceeded && ran:
+				// A handler that ran out of budget and returned nil is
+				// answered DEADLINE_EXCEEDED, never OK; one with time left
+				// must not have been refused.
+				if stillLive {
+					t.Fatalf("strict %v: DEADLINE_EXCEEDED after the handler ran, with its budget still live (%v left at its start)", v.strict, left)
 				}
 			case code == codes.DeadlineExceeded || code == codes.InvalidArgument && v.strict:
 				if ran {

@@ -26,6 +26,7 @@ type serverConfig struct {
 	observer  budget.Observer
 	ledgerCap int
 	ops       func(fullMethod string) *budget.Op
+	margin    time.Duration
 }
 
 type clientConfig struct {

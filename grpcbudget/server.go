@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/internal/margin"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -42,10 +43,16 @@ import (
 // A malformed grpc-timeout never reaches the interceptor: grpc-go rejects the
 // call with INTERNAL first.
 //
+// The handler's deadline is the caller's less the larger of the policy's
+// Reserve and the answer margin ([WithAnswerMargin]; by default adaptive, 1
+// to 10 ms and at most 1/10 of the time left), so that the handler stops,
+// and its status reaches the caller, before the caller stops waiting.
+//
 // Errors the handler returns without a gRPC status are given one with
 // [CodeOf]; a CANCELLED returned after the budget's deadline becomes
-// DEADLINE_EXCEEDED. Calls for which the policy sets no deadline run the
-// handler with its context unchanged. The attempt number a client sends as
+// DEADLINE_EXCEEDED, and so does a nil error returned after the budget ran
+// out: a budget that ran out never reads as OK. Calls for which the policy
+// sets no deadline run the handler with its context unchanged. The attempt number a client sends as
 // request-attempt metadata is recorded on the arrival event. Skewed and malformed values are
 // reported to the observer as [budget.EventSkew] and [budget.EventMalformed],
 // refusals as [budget.EventRefuse] with [budget.OutcomeShed] or
@@ -75,7 +82,10 @@ func StreamServerInterceptor(opts ...ServerOption) grpc.StreamServerInterceptor 
 	return s.stream
 }
 
-type server struct{ cfg serverConfig }
+type server struct {
+	cfg    serverConfig
+	margin *margin.Keeper
+}
 
 func newServer(opts []ServerOption) *server {
 	var cfg serverConfig
@@ -88,7 +98,7 @@ func newServer(opts []ServerOption) *server {
 		cfg.policy = new(wire.Switch)
 		cfg.policy.Store(&wire.Policy{})
 	}
-	return &server{cfg: cfg}
+	return &server{cfg: cfg, margin: margin.New(cfg.margin)}
 }
 
 func (s *server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -109,8 +119,12 @@ func (s *server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 	} else {
 		resp, err = handler(bctx, req)
 	}
+	s.learn(bctx)
 	if err != nil {
 		return resp, toStatus(bctx, err)
+	}
+	if err := s.finish(bctx, info.FullMethod); err != nil {
+		return nil, err
 	}
 	return resp, nil
 }
@@ -132,7 +146,40 @@ func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	} else {
 		err = handler(srv, ss)
 	}
+	s.learn(bctx)
+	if err == nil {
+		return s.finish(bctx, info.FullMethod)
+	}
 	return toStatus(bctx, err)
+}
+
+// learn teaches the answer margin how late after its deadline a handler
+// returned, whether its budget's timer ended it or its caller left first:
+// on a starved machine the caller's cancellation can run before the
+// budget's own timer, and that is the lateness most worth learning.
+func (s *server) learn(ctx context.Context) {
+	if ctx.Err() == nil {
+		return
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		if late := time.Since(deadline); late > 0 {
+			s.margin.Observe(late)
+		}
+	}
+}
+
+// finish checks a handler that returned a nil error. When its budget had run
+// out by its deadline, the call is answered DEADLINE_EXCEEDED: a reply made
+// after the budget ran out is late by definition, and an OK would tell the
+// caller it succeeded. For a stream, the messages already sent stay sent; the
+// status, which comes last, says the stream was cut short. A call canceled by
+// its caller is left alone.
+func (s *server) finish(ctx context.Context, method string) error {
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil
+	}
+	return &codedError{code: codes.DeadlineExceeded,
+		err: &budget.Error{Stage: s.stage(method), Outcome: budget.OutcomeExpired, Err: context.DeadlineExceeded}}
 }
 
 func (s *server) op(method string) *budget.Op {
@@ -196,7 +243,18 @@ func (s *server) arrive(ctx context.Context, method string) (context.Context, co
 	if v := md[requestAttemptKey]; len(v) == 1 {
 		cfg.Attempt, _, _ = wire.ParseRequestAttempt(v[0])
 	}
-	bctx, cancel := cfg.StartUntil(ctx, dec.Deadline)
+	if dec.Source == wire.SourceRequestTimeout || dec.Source == wire.SourceRequestDeadline {
+		// One of our entries won: the pair tells how long the call was on
+		// the way, which the answer will take again going back.
+		if rel, abs := md["request-timeout-ms"], md["request-deadline"]; len(rel) == 1 && len(abs) == 1 {
+			s.margin.ObserveTransit(now, rel[0], abs[0])
+		}
+	}
+	deadline := dec.Deadline
+	if m := s.margin.For(dec.CallerDeadline.Sub(now)); m > 0 && dec.CallerDeadline.Add(-m).Before(deadline) {
+		deadline = dec.CallerDeadline.Add(-m)
+	}
+	bctx, cancel := cfg.StartUntil(ctx, deadline)
 	return bctx, cancel, nil
 }
 

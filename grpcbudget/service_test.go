@@ -25,6 +25,7 @@ import (
 //	""            answer at once
 //	"sleep:<d>"   work for d, or until the context is done
 //	"hang"        wait for the context to be done, return its error
+//	"give-up"     wait for the context to be done, return an empty reply
 //	"cancel"      wait for the context to be done, return CANCELLED
 //	"cancel-now"  return CANCELLED at once
 //
@@ -84,6 +85,9 @@ func (s *testService) UnaryCall(ctx context.Context, req *grpc_testing.SimpleReq
 	case body == "hang":
 		<-ctx.Done()
 		return nil, ctx.Err()
+	case body == "give-up":
+		<-ctx.Done()
+		return &grpc_testing.SimpleResponse{}, nil
 	case body == "cancel":
 		<-ctx.Done()
 		return nil, status.Error(codes.Canceled, "the work was canceled")

@@ -82,13 +82,20 @@ func TestMiddlewareAllocations(t *testing.T) {
 	}
 	base := allocs(bare)
 	// context.WithDeadlineCause's four (its context, timer and closures),
-	// one block for the budget's context, state and ledger, and the request
-	// copy carrying the new context: 6 measured, DESIGN.md's target.
-	if got := allocs(httpbudget.NewHandler(bare)) - base; got > 6 {
-		t.Errorf("middleware adds %v allocations, want at most 6", got)
+	// one block for the budget's context, state and ledger, the request
+	// copy carrying the new context, and the ResponseWriter wrapper that
+	// lets the middleware answer 504 for a handler that ran out of budget
+	// and wrote nothing: 7 measured. DESIGN.md's target is 6; the seventh
+	// is the price of never reading an expired budget as a 200 OK. Pooling
+	// the wrapper would save it, but a handler's goroutine that writes after
+	// returning (a bug net/http tolerates) would then write into another
+	// request's response.
+	const maxAllocs = 7
+	if got := allocs(httpbudget.NewHandler(bare)) - base; got > maxAllocs {
+		t.Errorf("middleware adds %v allocations, want at most %d", got, maxAllocs)
 	}
-	if got := allocs(httpbudget.NewHandler(bare, httpbudget.WithLedgerCapacity(-1))) - base; got > 6 {
-		t.Errorf("middleware without a ledger adds %v allocations, want at most 6", got)
+	if got := allocs(httpbudget.NewHandler(bare, httpbudget.WithLedgerCapacity(-1))) - base; got > maxAllocs {
+		t.Errorf("middleware without a ledger adds %v allocations, want at most %d", got, maxAllocs)
 	}
 	// A refused request allocates its response only: three header values,
 	// the error and its message, the body: 7 measured.

@@ -20,6 +20,7 @@ type handlerConfig struct {
 	observer     budget.Observer
 	serverTiming bool
 	ledgerCap    int
+	margin       time.Duration
 }
 
 type clientConfig struct {

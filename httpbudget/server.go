@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/internal/margin"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -24,8 +25,26 @@ import (
 //     naming the stage, and a one-line body saying so. next never runs.
 //   - a request with a malformed deadline header under a Strict policy is
 //     refused with 400 Bad Request and a body naming the header.
-//   - otherwise next runs with a context carrying the request's budget (its
-//     deadline is the caller's less the policy's Reserve) and its ledger.
+//   - otherwise next runs with a context carrying the request's budget and
+//     its ledger. The budget's deadline is the caller's less the larger of
+//     the policy's Reserve and the answer margin ([WithAnswerMargin]; by
+//     default adaptive, 1 to 10 ms and at most 1/10 of the time left), so
+//     that the handler stops, and its answer reaches the caller, before the
+//     caller stops waiting.
+//
+// A budget that ran out never reads as success. When next returns after its
+// budget ran out by its deadline and it sent nothing (no byte of body, no
+// flush; a status it chose but never sent does not count), the caller gets
+// the answer of a refusal: 504 with Budget-Expired, not net/http's empty
+// 200 OK. When next had already sent its status, that cannot change: the
+// response is left as next made it, with a Budget-Expired trailer (seen over
+// HTTP/2 and chunked HTTP/1.1). A handler that stops mid-body should
+// panic with [http.ErrAbortHandler] so that the caller sees the response
+// cut short rather than a complete-looking one. To tell the two apart the
+// handler sees a ResponseWriter that holds back its status line until the
+// first byte of body, a flush or the handler's return, buffers no body, and
+// keeps http.Flusher, http.Hijacker and [http.ResponseController] working;
+// it costs one allocation per request.
 //
 // The attempt number a client sends in Request-Attempt is recorded on the
 // arrival event. Requests for which the policy sets no deadline (nothing
@@ -58,12 +77,13 @@ func NewHandler(next http.Handler, opts ...ServerOption) http.Handler {
 		cfg.policy = new(wire.Switch)
 		cfg.policy.Store(&wire.Policy{})
 	}
-	return &handler{next: next, cfg: cfg}
+	return &handler{next: next, cfg: cfg, margin: margin.New(cfg.margin)}
 }
 
 type handler struct {
-	next http.Handler
-	cfg  handlerConfig
+	next   http.Handler
+	cfg    handlerConfig
+	margin *margin.Keeper
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -90,12 +110,68 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if v := r.Header[wire.HeaderRequestAttempt]; len(v) == 1 {
 		bcfg.Attempt, _, _ = wire.ParseRequestAttempt(v[0])
 	}
-	ctx, cancel := bcfg.StartUntil(r.Context(), dec.Deadline)
-	defer cancel()
-	if h.cfg.serverTiming {
-		w = &timingWriter{ResponseWriter: w, ledger: budget.LedgerFrom(ctx)}
+	if dec.Source == wire.SourceRequestTimeout || dec.Source == wire.SourceRequestDeadline {
+		// One of our headers won: the pair tells how long the request
+		// was on the way, which the answer will take again going back.
+		if rel, abs := r.Header[wire.HeaderRequestTimeout], r.Header[wire.HeaderRequestDeadline]; len(rel) == 1 && len(abs) == 1 {
+			h.margin.ObserveTransit(now, rel[0], abs[0])
+		}
 	}
-	h.next.ServeHTTP(w, r.WithContext(ctx))
+	deadline := dec.Deadline
+	if m := h.margin.For(dec.CallerDeadline.Sub(now)); m > 0 {
+		deadline = earlier(deadline, dec.CallerDeadline.Add(-m))
+	}
+	ctx, cancel := bcfg.StartUntil(r.Context(), deadline)
+	defer cancel()
+	aw := &answerWriter{ResponseWriter: w}
+	if h.cfg.serverTiming {
+		aw.ledger = budget.LedgerFrom(ctx)
+	}
+	h.next.ServeHTTP(aw, r.WithContext(ctx))
+	h.finish(ctx, aw, r)
+}
+
+// finish completes the response after the handler returned. A handler whose
+// budget ran out by its deadline and that sent nothing (neither a byte of
+// body nor a flush; a status it only chose is not sent) gets the 504 a
+// refusal gets: an empty 200 would read as success to its caller. When the
+// handler had already sent its status, the middleware cannot change it; it
+// adds a Budget-Expired trailer, which reaches callers over HTTP/2 and over
+// HTTP/1.1 chunked responses, and otherwise leaves the response as it is.
+func (h *handler) finish(ctx context.Context, aw *answerWriter, r *http.Request) {
+	err := ctx.Err()
+	if err == nil {
+		aw.send()
+		return
+	}
+	// Learn how late after the deadline the answer left, whether the
+	// budget's timer ended the handler or the caller left first: on a
+	// starved machine the caller's cancellation can run before the budget's
+	// own timer, and that is the lateness most worth learning.
+	deadline, _ := ctx.Deadline()
+	defer func() {
+		if late := time.Since(deadline); late > 0 {
+			h.margin.Observe(late)
+		}
+	}()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		aw.send()
+		return
+	}
+	if aw.sent {
+		aw.Header().Set(http.TrailerPrefix+wire.HeaderBudgetExpired, wire.FormatBudgetExpired(h.cfg.stage))
+		return
+	}
+	aw.sent = true
+	h.answer(aw.ResponseWriter, r, http.StatusGatewayTimeout,
+		(&budget.Error{Stage: h.cfg.stage, Outcome: budget.OutcomeExpired}).Error())
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // refuse answers a request the policy refused, without running the handler.
@@ -113,7 +189,14 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, now time.Time, 
 	default:
 		body = (&budget.Error{Stage: h.cfg.stage, Outcome: budget.OutcomeShed}).Error()
 	}
+	h.answer(w, r, status, body)
+}
+
+// answer writes a refusal: status, a Budget-Expired header naming the stage
+// for a 504, and body, as a Connect error for Connect unary requests.
+func (h *handler) answer(w http.ResponseWriter, r *http.Request, status int, body string) {
 	hdr := w.Header()
+	hdr.Del("Content-Length")
 	if status == http.StatusGatewayTimeout {
 		hdr.Set(wire.HeaderBudgetExpired, wire.FormatBudgetExpired(h.cfg.stage))
 	}
@@ -181,32 +264,3 @@ func StatusOf(err error) int {
 	}
 	return http.StatusInternalServerError
 }
-
-// timingWriter adds the Server-Timing header from the ledger when the handler
-// first writes.
-type timingWriter struct {
-	http.ResponseWriter
-	ledger *budget.Ledger
-	wrote  bool
-}
-
-func (t *timingWriter) WriteHeader(code int) {
-	if !t.wrote {
-		t.wrote = true
-		if st := t.ledger.ServerTiming(); st != "" {
-			t.Header().Set("Server-Timing", st)
-		}
-	}
-	t.ResponseWriter.WriteHeader(code)
-}
-
-func (t *timingWriter) Write(p []byte) (int, error) {
-	if !t.wrote {
-		t.WriteHeader(http.StatusOK)
-	}
-	return t.ResponseWriter.Write(p)
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer (Flush,
-// Hijack, deadlines).
-func (t *timingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }

@@ -21,7 +21,6 @@ import (
 	"google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/budgettest"
 	"github.com/timebudget/budget/e2e/internal/report"
 	"github.com/timebudget/budget/grpcbudget"
@@ -44,7 +43,10 @@ func (b *backend) UnaryCall(ctx context.Context, req *grpc_testing.SimpleRequest
 	if v := metadata.ValueFromIncomingContext(ctx, "x-request-id"); len(v) > 0 {
 		line.ID = v[0]
 	}
-	if left, ok := budget.Remaining(ctx); ok {
+	// Measured from arrived, so that a preemption in between does not
+	// shorten it.
+	if dl, ok := ctx.Deadline(); ok {
+		left := dl.Sub(arrived)
 		line.Remaining, line.Deadline = int64(left), report.Wall(arrived.Add(left))
 	}
 	dep := b.deps[string(req.GetPayload().GetBody())]
@@ -71,6 +73,7 @@ func (b *backend) UnaryCall(ctx context.Context, req *grpc_testing.SimpleRequest
 func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	reserve := flag.Duration("reserve", time.Millisecond, "time kept back to write the answer")
+	answerMargin := flag.Duration("margin", 0, "the answer margin: 0 adaptive, negative none")
 	work := flag.Duration("work", 2*time.Millisecond, "how long a normal request works")
 	stubborn := flag.Duration("stubborn", 300*time.Millisecond, "how long stubborn work runs")
 	flag.Parse()
@@ -81,7 +84,8 @@ func main() {
 		"stubborn": {Delay: *stubborn, IgnoreContext: true},
 	}}
 	policy := grpcbudget.WithPolicy(&wire.Policy{Reserve: *reserve})
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpcbudget.UnaryServerInterceptor(policy, grpcbudget.WithStage("backend"))))
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpcbudget.UnaryServerInterceptor(policy, grpcbudget.WithStage("backend"),
+		grpcbudget.WithAnswerMargin(*answerMargin))))
 	grpc_testing.RegisterTestServiceServer(srv, b)
 
 	ln, err := net.Listen("tcp", *listen)

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"log"
@@ -14,7 +15,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/e2e/internal/report"
 	"github.com/timebudget/budget/httpbudget"
 	"github.com/timebudget/budget/wire"
@@ -25,6 +25,7 @@ func main() {
 	service := flag.String("service", "", "base URL of the service")
 	total := flag.Duration("budget", 100*time.Millisecond, "the budget of every request")
 	reserve := flag.Duration("reserve", time.Millisecond, "time kept back to write the answer")
+	answerMargin := flag.Duration("margin", 0, "the answer margin: 0 adaptive, negative none")
 	flag.Parse()
 
 	base := httpbudget.NewBaseTransport(httpbudget.Limits{})
@@ -34,7 +35,10 @@ func main() {
 	work := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived := time.Now()
 		line := report.Line{Hop: "edge", ID: r.URL.Query().Get("id"), Arrived: report.Wall(arrived)}
-		if left, ok := budget.Remaining(r.Context()); ok {
+		// Measured from arrived, so that a preemption in between does not
+		// shorten it.
+		if dl, ok := r.Context().Deadline(); ok {
+			left := dl.Sub(arrived)
 			line.Remaining, line.Deadline = int64(left), report.Wall(arrived.Add(left))
 		}
 		q := url.Values{"id": {line.ID}, "mode": {r.URL.Query().Get("mode")}}
@@ -42,6 +46,9 @@ func main() {
 		line.Sent = report.Wall(time.Now())
 		status := http.StatusOK
 		resp, err := client.Do(req)
+		// An upstream's Budget-Expired answer is an error here, but still
+		// an answer; only our own deadline cancels the call.
+		line.Answered = r.Context().Err() == nil && (err == nil || errors.Is(err, httpbudget.ErrUpstreamExpired))
 		if err != nil {
 			status = httpbudget.StatusOf(err)
 		} else {
@@ -49,11 +56,14 @@ func main() {
 			_ = resp.Body.Close()
 			status = resp.StatusCode
 		}
+		if status == http.StatusGatewayTimeout {
+			w.Header().Set(wire.HeaderBudgetExpired, wire.FormatBudgetExpired("edge"))
+		}
 		w.WriteHeader(status)
 		line.Done, line.Status = report.Wall(time.Now()), strconv.Itoa(status)
 		report.Print(line)
 	})
-	h := httpbudget.NewHandler(work, httpbudget.WithStage("edge"),
+	h := httpbudget.NewHandler(work, httpbudget.WithStage("edge"), httpbudget.WithAnswerMargin(*answerMargin),
 		httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Default: *total, Reserve: *reserve}))
 
 	ln, err := net.Listen("tcp", *listen)

@@ -17,7 +17,6 @@ import (
 	"google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/e2e/internal/report"
 	"github.com/timebudget/budget/grpcbudget"
 	"github.com/timebudget/budget/httpbudget"
@@ -28,6 +27,7 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	backend := flag.String("backend", "", "host:port of the backend")
 	reserve := flag.Duration("reserve", time.Millisecond, "time kept back to write the answer")
+	answerMargin := flag.Duration("margin", 0, "the answer margin: 0 adaptive, negative none")
 	flag.Parse()
 
 	conn, err := grpc.NewClient(*backend, grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -40,22 +40,29 @@ func main() {
 	work := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived := time.Now()
 		line := report.Line{Hop: "service", ID: r.URL.Query().Get("id"), Arrived: report.Wall(arrived)}
-		if left, ok := budget.Remaining(r.Context()); ok {
+		// Measured from arrived, so that a preemption in between does not
+		// shorten it.
+		if dl, ok := r.Context().Deadline(); ok {
+			left := dl.Sub(arrived)
 			line.Remaining, line.Deadline = int64(left), report.Wall(arrived.Add(left))
 		}
 		ctx := metadata.AppendToOutgoingContext(r.Context(), "x-request-id", line.ID)
 		line.Sent = report.Wall(time.Now())
 		_, err := client.UnaryCall(ctx, &grpc_testing.SimpleRequest{
 			Payload: &grpc_testing.Payload{Body: []byte(r.URL.Query().Get("mode"))}})
+		line.Answered = r.Context().Err() == nil
 		status := httpbudget.StatusOf(err)
 		if err != nil && status == http.StatusInternalServerError {
 			status = http.StatusBadGateway
+		}
+		if status == http.StatusGatewayTimeout {
+			w.Header().Set(wire.HeaderBudgetExpired, wire.FormatBudgetExpired("service"))
 		}
 		w.WriteHeader(status)
 		line.Done, line.Status = report.Wall(time.Now()), strconv.Itoa(status)
 		report.Print(line)
 	})
-	h := httpbudget.NewHandler(work, httpbudget.WithStage("service"),
+	h := httpbudget.NewHandler(work, httpbudget.WithStage("service"), httpbudget.WithAnswerMargin(*answerMargin),
 		httpbudget.WithPolicy(&wire.Policy{Reserve: *reserve}))
 
 	ln, err := net.Listen("tcp", *listen)

@@ -25,6 +25,10 @@ type Line struct {
 	Sent      int64  `json:"sent,omitempty"`      // when the call to the next hop was made
 	Done      int64  `json:"done,omitempty"`      // when the handler finished
 	Status    string `json:"status,omitempty"`    // the answer: an HTTP status or a gRPC code
+	// Answered reports that the call to the next hop ended with that hop's
+	// answer while this hop's own budget was still live, rather than being
+	// canceled when this hop's deadline came.
+	Answered bool `json:"answered,omitempty"`
 
 	// The backend's orphan-work probe, for the request's work.
 	WorkStart    int64 `json:"work_start,omitempty"`

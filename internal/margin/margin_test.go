@@ -1,0 +1,90 @@
+package margin_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/timebudget/budget/internal/margin"
+)
+
+const ms = time.Millisecond
+
+func TestFor(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		fixed   time.Duration
+		samples []time.Duration
+		left    time.Duration
+		want    time.Duration
+	}{
+		{"adaptive, nothing seen: the floor", 0, nil, time.Second, margin.Floor},
+		{"adaptive, bounded by the share", 0, nil, 8 * ms, 800 * time.Microsecond},
+		{"adaptive, follows lateness up", 0, []time.Duration{4 * ms}, time.Second, margin.Floor + 4*ms},
+		{"adaptive, capped", 0, []time.Duration{time.Minute, time.Minute, time.Minute, time.Minute}, time.Second, margin.Cap},
+		{"adaptive, capped by the share", 0, []time.Duration{40 * ms, 40 * ms}, 100 * ms, 100 * ms / margin.Share},
+		{"adaptive, falls slowly", 0, []time.Duration{4 * ms, 0}, time.Second, margin.Floor + 4*(ms-ms/32)},
+		{"fixed", 3 * ms, []time.Duration{time.Minute}, time.Second, 3 * ms},
+		{"fixed, bounded by the share", 3 * ms, nil, 20 * ms, 2 * ms},
+		{"off", -1, []time.Duration{time.Minute}, time.Second, 0},
+		{"nothing left", 0, nil, -ms, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			k := margin.New(tc.fixed)
+			for _, s := range tc.samples {
+				k.Observe(s)
+			}
+			if got := k.For(tc.left); got != tc.want {
+				t.Errorf("For(%v) = %v, want %v", tc.left, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNilKeeper(t *testing.T) {
+	t.Parallel()
+	var k *margin.Keeper
+	k.Observe(ms)
+	if got := k.For(time.Second); got != 0 {
+		t.Errorf("nil Keeper: %v, want 0", got)
+	}
+}
+
+func BenchmarkFor(b *testing.B) {
+	b.ReportAllocs()
+	k := margin.New(0)
+	for b.Loop() {
+		k.Observe(ms)
+		_ = k.For(100 * ms)
+	}
+}
+
+func TestObserveTransit(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMilli(1_700_000_000_000)
+	cases := []struct {
+		name     string
+		rel, abs string
+		want     time.Duration // the margin after 64 samples, nothing late
+	}{
+		{"5 ms on the way", "100", "1700000000095", margin.Floor + 5*ms - ms/8},
+		{"no transit", "100", "1700000000100", margin.Floor},
+		{"clocks disagree", "100", "1699999999000", margin.Floor},
+		{"malformed", "x", "1700000000100", margin.Floor},
+		{"absent", "100", "", margin.Floor},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			k := margin.New(0)
+			for range 64 {
+				k.ObserveTransit(now, tc.rel, tc.abs)
+			}
+			if got := k.For(time.Second); got < tc.want || got > tc.want+ms/8 {
+				t.Errorf("margin %v, want about %v", got, tc.want)
+			}
+		})
+	}
+}
