@@ -46,6 +46,22 @@ func (f fault) String() string {
 	return "none"
 }
 
+// describe says in words what the fault does to a dependency, for the
+// report: the --fault syntax is explained only in --help otherwise.
+func (f fault) describe() string {
+	switch f.kind {
+	case faultSlow:
+		return "every call takes " + f.d.String()
+	case faultHang:
+		return "no call answers by itself: only the caller giving up or a deadline ends one"
+	case faultFail:
+		return "every call fails at once"
+	case faultSlowdown:
+		return fmt.Sprintf("normal until %.0f%% of the traffic was sent, then every call takes %s", 100*f.after, f.d)
+	}
+	return "no fault: typical latency, give or take 20%"
+}
+
 // defaultSlowdownAfter is the share of a run's requests sent before a slowdown
 // fault takes effect when --fault does not say.
 const defaultSlowdownAfter = 0.5

@@ -16,26 +16,26 @@ import (
 	"github.com/timebudget/budget"
 )
 
-// overloadConfig is the seeds' overload case: a dependency slows from 50 ms to
+// overloadConfig is the project's overload case: a dependency slows from 50 ms to
 // 5 s while a service with 200 workers keeps serving other requests that do
-// not touch it. Times are the seeds' times multiplied by scale, so the case
+// not touch it. Times are the case's full-size times multiplied by scale, so the case
 // fits in a few seconds; the worker count and the shares are not scaled.
 type overloadConfig struct {
-	scale     float64       // the factor the seeds' times were multiplied by
+	scale     float64       // the factor the full-size times were multiplied by
 	workers   int           // the service's worker pool
 	rate      float64       // requests per second sent to the service, both kinds
 	slowShare float64       // share of requests that call the slow dependency
 	normal    time.Duration // how long the dependency is fast before it slows
 	slowFor   time.Duration // how long it stays slow; goodput is measured here
-	fast      time.Duration // the dependency's latency before it slows (seeds: 50 ms)
-	slow      time.Duration // and after (seeds: 5 s)
+	fast      time.Duration // the dependency's latency before it slows (full size: 50 ms)
+	slow      time.Duration // and after (full size: 5 s)
 	budget    time.Duration // the user's budget (1 s)
 	upstream  time.Duration // the caller's own per-call timeout without budgets (2 s)
 	perCall   time.Duration // the service's per-call timeout to the dependency (3 s)
 	work      time.Duration // the other requests' own work (20 ms)
 }
 
-// defaultOverload returns the overload case at half the seeds' times.
+// defaultOverload returns the overload case at half its full-size times.
 func defaultOverload() overloadConfig {
 	const scale = 0.5
 	s := func(d time.Duration) time.Duration { return time.Duration(float64(d) * scale) }

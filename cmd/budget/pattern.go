@@ -2,7 +2,7 @@ package main
 
 import "time"
 
-// pattern is one way of spending time across the hops, as in the seeds' table.
+// pattern is one way of spending time across the hops, as in the project's comparison table.
 // Every pattern runs on the same traffic and the same faults.
 type pattern struct {
 	key   string // used in report.json and --help

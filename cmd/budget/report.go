@@ -36,6 +36,7 @@ type reportConfig struct {
 type scenarioReport struct {
 	Name             string          `json:"name"`
 	Title            string          `json:"title"`
+	Story            string          `json:"story"`
 	PerCallTimeoutMs float64         `json:"per_call_timeout_ms"`
 	PerCallRule      string          `json:"per_call_rule"`
 	Dependencies     []depReport     `json:"dependencies"`
@@ -48,6 +49,8 @@ type depReport struct {
 	TypMs    float64 `json:"typical_ms"`
 	Cascade  bool    `json:"stops_when_caller_leaves"`
 	Fault    string  `json:"fault"`
+	// FaultMeans says in words what the fault did.
+	FaultMeans string `json:"fault_means"`
 }
 
 type latencyReport struct {
@@ -75,6 +78,9 @@ type patternReport struct {
 	LateRatio     float64 `json:"answered_late_ratio"`
 	FailedRatio   float64 `json:"failed_ratio"`
 	CutOff        int     `json:"cut_off"`
+	// FailureCostMs is the median time a failed request took to fail, as
+	// the user saw it: what an honest failure costs. Zero when none failed.
+	FailureCostMs float64 `json:"failure_cost_ms"`
 	// Rungs counts which rung of the last stage gave each answer.
 	Rungs map[string]int `json:"rungs"`
 	// RefusalsByStage counts attempts refused before they started.
@@ -156,6 +162,7 @@ func newPatternReport(cfg *demoConfig, r *patternRun) patternReport {
 		DependencyCalls: map[string]int64{}, WallSeconds: round3(r.wall.Seconds()),
 	}
 	lat := make([]time.Duration, 0, len(r.outcomes))
+	var failLat []time.Duration
 	var answered, late, failed int
 	for _, o := range r.outcomes {
 		lat = append(lat, o.latency)
@@ -169,6 +176,7 @@ func newPatternReport(cfg *demoConfig, r *patternRun) patternReport {
 			late++
 		default:
 			failed++
+			failLat = append(failLat, o.latency)
 			p.FailuresByStage[o.stage]++
 			p.FailureReasons[o.reason]++
 			if o.reason == cutOff {
@@ -177,6 +185,7 @@ func newPatternReport(cfg *demoConfig, r *patternRun) patternReport {
 		}
 	}
 	p.LatencyMs = latencyReport{P50: ms(quantile(lat, 0.5)), P99: ms(quantile(lat, 0.99)), Max: ms(quantile(lat, 1))}
+	p.FailureCostMs = ms(quantile(failLat, 0.5))
 	p.AnsweredRatio = round3(ratio(answered, len(lat)))
 	p.LateRatio = round3(ratio(late, len(lat)))
 	p.FailedRatio = round3(ratio(failed, len(lat)))

@@ -29,7 +29,7 @@ func writeTable(w io.Writer, rep *report) {
 	if o := rep.Overload; o != nil {
 		fmt.Fprintf(w, "\noverload: a dependency slows from %s to %s under a %d-worker service (%.0f requests/s, %.0f%% of them call it)\n",
 			msDur(o.DependencyFromMs), msDur(o.DependencyToMs), o.Workers, o.RatePerSecond, 100*o.SlowShare)
-		fmt.Fprintf(w, "  the seeds' times at %.1f×: user's budget %s, caller's timeout %s, per-call timeout %s; measured while the dependency is slow\n\n",
+		fmt.Fprintf(w, "  full-size times at %.1f×: user's budget %s, caller's timeout %s, per-call timeout %s; measured while the dependency is slow\n\n",
 			o.Scale, msDur(o.BudgetMs), msDur(o.UpstreamTimeoutMs), msDur(o.PerCallTimeoutMs))
 		t := textTable{right: []bool{false, true, true, true, true, true}}
 		t.add("variant", "goodput of other requests", "their p99", "slow ones answered", "worker time after the user left", "refused before starting")
