@@ -154,7 +154,9 @@ func pricingHandler(w http.ResponseWriter, r *http.Request) {
 // inventoryServer is the inventory service over gRPC, with the standard
 // health API standing in for a generated one; errors map to codes in one
 // place, grpcbudget.CodeOf.
-type inventoryServer struct{ healthpb.UnimplementedHealthServer }
+type inventoryServer struct {
+	healthpb.UnimplementedHealthServer
+}
 
 func (inventoryServer) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
 	select {
