@@ -145,6 +145,7 @@ type ledgerReport struct {
 	Text     string          `json:"text"`
 	events   []budget.Event
 	budget   time.Duration
+	start    time.Time
 }
 
 // scenarioRuns is what the patterns measured on one scenario.
@@ -252,7 +253,7 @@ func sampleLedgers(all []scenarioRuns) []ledgerReport {
 					continue
 				}
 				out = append(out, ledgerReport{Scenario: sr.sc.key, Request: p.i, Label: p.label,
-					Ledger: raw, Text: l.String(), events: l.Events(), budget: l.Budget()})
+					Ledger: raw, Text: l.String(), events: l.Events(), budget: l.Budget(), start: l.Start()})
 			}
 			return out
 		}
