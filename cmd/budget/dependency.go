@@ -32,6 +32,7 @@ var errDependencyFailed = errors.New("dependency failed")
 //     statement_timeout).
 type dependency struct {
 	name    string
+	proto   protocol      // how the edge reaches it
 	base    time.Duration // typical latency without a fault
 	cascade bool          // whether the job observes the caller's cancellation
 	fault   fault

@@ -105,36 +105,3 @@ func (h grpcHop) call(ctx context.Context) error {
 	}
 	return err
 }
-
-// grpcServiceDesc registers a *dependency as the budgetdemo.Dependency service.
-var grpcServiceDesc = grpc.ServiceDesc{
-	ServiceName: "budgetdemo.Dependency",
-	HandlerType: (*any)(nil),
-	Methods:     []grpc.MethodDesc{{MethodName: "Call", Handler: grpcCallHandler}},
-	Metadata:    "budgetdemo",
-}
-
-func grpcCallHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
-	in := new(wrapperspb.StringValue)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	d := srv.(*dependency)
-	handler := func(ctx context.Context, _ any) (any, error) {
-		if err := d.serve(ctx); err != nil {
-			return nil, grpcStatus(err)
-		}
-		return wrapperspb.String(d.name), nil
-	}
-	if interceptor == nil {
-		return handler(ctx, in)
-	}
-	return interceptor(ctx, in, &grpc.UnaryServerInfo{Server: srv, FullMethod: grpcMethod}, handler)
-}
-
-func grpcStatus(err error) error {
-	if errors.Is(err, errDependencyFailed) {
-		return status.Error(codes.Unavailable, err.Error())
-	}
-	return status.FromContextError(err).Err()
-}

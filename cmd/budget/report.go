@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/budgettest"
 )
 
 // report holds every figure the demo measured. report.json is this value;
@@ -185,8 +186,8 @@ func newPatternReport(cfg *demoConfig, r *patternRun) patternReport {
 			}
 		}
 	}
-	p.LatencyMs = latencyReport{P50: ms(quantile(lat, 0.5)), P99: ms(quantile(lat, 0.99)), Max: ms(quantile(lat, 1))}
-	p.FailureCostMs = ms(quantile(failLat, 0.5))
+	p.LatencyMs = latencyReport{P50: ms(budgettest.Quantile(lat, 0.5)), P99: ms(budgettest.Quantile(lat, 0.99)), Max: ms(budgettest.Quantile(lat, 1))}
+	p.FailureCostMs = ms(budgettest.Quantile(failLat, 0.5))
 	p.AnsweredRatio = round3(ratio(answered, len(lat)))
 	p.LateRatio = round3(ratio(late, len(lat)))
 	p.FailedRatio = round3(ratio(failed, len(lat)))
@@ -231,7 +232,7 @@ func newOverloadReport(cfg overloadConfig, runs []*overloadRun) *overloadReport 
 func sampleLedgers(all []scenarioRuns) []ledgerReport {
 	for _, sr := range all {
 		for _, r := range sr.runs {
-			if !r.pattern.admission || len(r.ledgers) == 0 {
+			if _, ok := r.pattern.spend.(admission); !ok || len(r.ledgers) == 0 {
 				continue
 			}
 			idx := slices.Sorted(maps.Keys(r.ledgers))

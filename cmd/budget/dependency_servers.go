@@ -5,103 +5,34 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
+	"github.com/timebudget/budget/grpcbudget"
+	"github.com/timebudget/budget/httpbudget"
+	"github.com/timebudget/budget/wire"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
-// server is something the demo started on loopback and must stop.
-type server interface {
-	close()
+// This file serves the fake dependencies (dependency.go) over HTTP and gRPC,
+// each behind the same inbound policy, so the same servers serve callers
+// with and without budgets.
+
+// serverHTTP wraps a dependency's HTTP handler with its inbound policy: the
+// request's deadline is what the caller sent, and there is none when it sent
+// nothing, so the same server serves callers with and without budgets.
+func serverHTTP(h http.Handler, stage string) http.Handler {
+	return httpbudget.NewHandler(h, httpbudget.WithPolicy(&wire.Policy{}), httpbudget.WithStage(stage))
 }
 
-// httpServer serves a handler on 127.0.0.1 and, on close, waits for every
-// handler it started to return.
-type httpServer struct {
-	srv  *http.Server
-	url  string
-	done chan struct{}
-
-	// Handlers in flight. A WaitGroup will not do: an HTTP/2 connection
-	// can start a handler for a stream it already read while close waits,
-	// and a WaitGroup's Add must not race with its Wait.
-	mu       sync.Mutex
-	idle     sync.Cond
-	inflight int
-	closing  bool
-}
-
-func startHTTP(h http.Handler) (*httpServer, error) { return startHTTPServer(h, false) }
-
-// startHTTPServer is startHTTP; with h2c it also accepts HTTP/2 without TLS,
-// as services behind a mesh or a load balancer often do.
-func startHTTPServer(h http.Handler, h2c bool) (*httpServer, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	s := &httpServer{url: "http://" + ln.Addr().String(), done: make(chan struct{})}
-	s.idle.L = &s.mu
-	s.srv = &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !s.enter() {
-				http.Error(w, "shutting down", http.StatusServiceUnavailable)
-				return
-			}
-			defer s.leave()
-			h.ServeHTTP(w, r)
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          quietLog,
-	}
-	if h2c {
-		s.srv.Protocols = new(http.Protocols)
-		s.srv.Protocols.SetHTTP1(true)
-		s.srv.Protocols.SetUnencryptedHTTP2(true)
-		s.srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 4096}
-	}
-	go func() {
-		defer close(s.done)
-		_ = s.srv.Serve(ln)
-	}()
-	return s, nil
-}
-
-// close closes the listener and every connection, which cancels the contexts
-// of running handlers, and waits for them to return.
-func (s *httpServer) close() {
-	s.mu.Lock()
-	s.closing = true
-	s.mu.Unlock()
-	_ = s.srv.Close()
-	<-s.done
-	s.mu.Lock()
-	for s.inflight > 0 {
-		s.idle.Wait()
-	}
-	s.mu.Unlock()
-}
-
-// enter counts a handler in, unless the server is closing.
-func (s *httpServer) enter() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return false
-	}
-	s.inflight++
-	return true
-}
-
-// leave counts a handler out.
-func (s *httpServer) leave() {
-	s.mu.Lock()
-	s.inflight--
-	if s.inflight == 0 {
-		s.idle.Broadcast()
-	}
-	s.mu.Unlock()
+// serverGRPCOptions returns the options of a dependency's gRPC server: the
+// same inbound policy as its HTTP peers, applied to grpc-timeout and the
+// budget metadata, whatever the caller sent.
+func serverGRPCOptions(stage string) []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.UnaryInterceptor(grpcbudget.UnaryServerInterceptor(
+		grpcbudget.WithPolicy(&wire.Policy{}), grpcbudget.WithStage(stage)))}
 }
 
 // depHTTPServer serves a dependency over HTTP: "/" does a call of the
@@ -180,4 +111,37 @@ func (s *depGRPCServer) close() {
 	s.srv.Stop()
 	<-s.done
 	s.dep.close()
+}
+
+// grpcServiceDesc registers a *dependency as the budgetdemo.Dependency service.
+var grpcServiceDesc = grpc.ServiceDesc{
+	ServiceName: "budgetdemo.Dependency",
+	HandlerType: (*any)(nil),
+	Methods:     []grpc.MethodDesc{{MethodName: "Call", Handler: grpcCallHandler}},
+	Metadata:    "budgetdemo",
+}
+
+func grpcCallHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+	in := new(wrapperspb.StringValue)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	d := srv.(*dependency)
+	handler := func(ctx context.Context, _ any) (any, error) {
+		if err := d.serve(ctx); err != nil {
+			return nil, grpcStatus(err)
+		}
+		return wrapperspb.String(d.name), nil
+	}
+	if interceptor == nil {
+		return handler(ctx, in)
+	}
+	return interceptor(ctx, in, &grpc.UnaryServerInfo{Server: srv, FullMethod: grpcMethod}, handler)
+}
+
+func grpcStatus(err error) error {
+	if errors.Is(err, errDependencyFailed) {
+		return status.Error(codes.Unavailable, err.Error())
+	}
+	return status.FromContextError(err).Err()
 }
