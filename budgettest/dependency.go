@@ -2,7 +2,9 @@ package budgettest
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -35,25 +37,56 @@ type Dependency struct {
 	// the context's error when the context was done.
 	IgnoreContext bool
 
+	// Latency, when not nil, returns how long the next call works, in place
+	// of Delay: a fault that starts part-way through a run, a latency that
+	// varies from call to call. A negative value makes that call hang, as
+	// with Hang. It is called once per call, from the calling goroutine, so
+	// it must be safe for concurrent use when the Dependency is.
+	Latency func() time.Duration
+
+	// Detached hands each call's work to a goroutine that does not see the
+	// call's cancellation, as a worker pool, a card processor or a database
+	// without a statement timeout does: the call returns its context's error
+	// as soon as its context is done, while the work goes on until it has
+	// worked its time or until the deadline the call's context had when the
+	// call started (a deadline handed over with the work, which is what
+	// budget headers make possible), whichever comes first; with
+	// IgnoreContext it ignores that deadline too. A Probe sees how long the
+	// work went on after the caller gave up. Call Close to end work still
+	// running when a test is done.
+	Detached bool
+
 	// Probe, when not nil, tracks every call, so a test can see how long
 	// calls went on after their callers gave up.
 	Probe *Probe
 
-	calls atomic.Int64
+	calls     atomic.Int64
+	stopOnce  sync.Once
+	closeOnce sync.Once
+	stop      chan struct{} // closed by Close; ends detached work
+	work      sync.WaitGroup
 }
 
 // Call makes one call to the dependency within ctx.
 func (d *Dependency) Call(ctx context.Context) error {
 	d.calls.Add(1)
+	delay, hang := d.Delay, d.Hang
+	if d.Latency != nil && !hang {
+		delay = d.Latency()
+		hang = delay < 0
+	}
+	if d.Detached {
+		return d.detached(ctx, delay, hang)
+	}
 	if d.Probe != nil {
 		defer d.Probe.Track(ctx)()
 	}
-	if d.Hang {
+	if hang {
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	if d.Delay > 0 {
-		t := time.NewTimer(d.Delay)
+	if delay > 0 {
+		t := time.NewTimer(delay)
 		defer t.Stop()
 		if d.IgnoreContext {
 			<-t.C
@@ -68,6 +101,76 @@ func (d *Dependency) Call(ctx context.Context) error {
 		return err
 	}
 	return d.Err
+}
+
+// detached runs one call's work in a goroutine of its own that sees only the
+// deadline ctx had at the start, and returns when the work ends or ctx is
+// done, whichever comes first.
+func (d *Dependency) detached(ctx context.Context, delay time.Duration, hang bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The work's own context: no cancellation from the caller, only the
+	// deadline handed over at the start.
+	wctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+	if dl, ok := ctx.Deadline(); ok && !d.IgnoreContext {
+		wctx, cancel = context.WithDeadline(wctx, dl)
+	}
+	var stopTrack func() Record
+	if d.Probe != nil {
+		stopTrack = d.Probe.Track(ctx)
+	}
+	stop := d.stopChan()
+	finished := make(chan error, 1)
+	d.work.Add(1)
+	go func() {
+		defer d.work.Done()
+		defer cancel()
+		var timer <-chan time.Time
+		if !hang {
+			t := time.NewTimer(delay)
+			defer t.Stop()
+			timer = t.C
+		}
+		var err error
+		select {
+		case <-timer:
+			err = d.Err
+		case <-wctx.Done():
+			err = wctx.Err()
+		case <-stop:
+			err = ErrClosed
+		}
+		if stopTrack != nil {
+			stopTrack()
+		}
+		finished <- err
+	}()
+	select {
+	case err := <-finished:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ErrClosed is what a detached call returns when Close ended its work.
+var ErrClosed = errors.New("budgettest: dependency closed")
+
+func (d *Dependency) stopChan() chan struct{} {
+	d.stopOnce.Do(func() { d.stop = make(chan struct{}) })
+	return d.stop
+}
+
+// Close ends the Detached work still running, hung work included, and waits
+// for it to stop; the Probe records it as stopped now. Calls made after
+// Close end at once with ErrClosed unless they finish first. Close is safe
+// to call more than once and concurrently with calls; a Dependency without
+// Detached has nothing to end.
+func (d *Dependency) Close() {
+	stop := d.stopChan()
+	d.closeOnce.Do(func() { close(stop) })
+	d.work.Wait()
 }
 
 // Calls returns how many calls have been made.
