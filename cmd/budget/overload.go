@@ -337,8 +337,9 @@ func userRequest(ctx context.Context, cfg overloadConfig, v overloadVariant, st 
 // measureOverload turns the samples taken while the dependency was slow, and
 // what the service and the dependency measured, into the variant's figures.
 func measureOverload(v overloadVariant, st *overloadSetup, samples []overloadSample) *overloadRun {
+	depWaste, _ := st.dep.waste()
 	run := &overloadRun{variant: v, heldLate: time.Duration(st.svc.heldLate.Load()),
-		depWaste: time.Duration(st.dep.waste.total.Load()), refusedSlow: st.svc.refused.Load()}
+		depWaste: depWaste, refusedSlow: st.svc.refused.Load()}
 	var otherLat []time.Duration
 	var otherOK, slowOK int
 	for _, s := range samples {

@@ -178,9 +178,10 @@ func measurePattern(pat pattern, e *edge, deps *runningDeps, outs []outcome, wal
 		run.perCall = e.perCall
 	}
 	for _, d := range deps.order {
+		waste, wasteCalls := d.waste()
 		run.deps = append(run.deps, depMeasure{
-			name: d.name, proto: d.proto, cascade: d.cascade, calls: d.calls.Load(),
-			waste: time.Duration(d.waste.total.Load()), wasteCalls: d.waste.calls.Load(),
+			name: d.name, proto: d.proto, cascade: d.cascade, calls: d.calls(),
+			waste: waste, wasteCalls: wasteCalls,
 		})
 	}
 	return run
