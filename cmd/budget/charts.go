@@ -62,6 +62,7 @@ const (
 	chartH = 3.4 * vg.Inch
 )
 
+// renderPNG draws p as a PNG w wide and chartH high, at gonum/plot's 96 dpi.
 func renderPNG(p *plot.Plot, w vg.Length) ([]byte, error) {
 	wt, err := p.WriterTo(w, chartH, "png")
 	if err != nil {

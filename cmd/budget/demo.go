@@ -83,6 +83,9 @@ func runDemo(ctx context.Context, cfg *demoConfig, progressW io.Writer) (*report
 	return buildReport(cfg, all, over, time.Since(start)), nil
 }
 
+// buildReport gathers every scenario's and the overload case's runs into
+// the one report the table, report.json and report.html are rendered from,
+// so the three always agree.
 func buildReport(cfg *demoConfig, all []scenarioRuns, over []*overloadRun, wall time.Duration) *report {
 	rep := &report{
 		Version:     1,
@@ -133,6 +136,8 @@ func reportNotes(cfg *demoConfig, rep *report) []string {
 	return notes
 }
 
+// msDur converts milliseconds, as the report holds them, back to a
+// duration for printing.
 func msDur(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 
 // writeReports writes report.json and report.html into dir and returns their

@@ -48,6 +48,8 @@ type dependency struct {
 	engines map[time.Duration]*budgettest.Dependency // one per typical latency served
 }
 
+// newDependency returns a dependency whose calls take about base (its
+// fault aside); t is the run's traffic, which a slowdown fault reads.
 func newDependency(name string, base time.Duration, cascade bool, f fault, t *traffic) *dependency {
 	return &dependency{name: name, base: base, cascade: cascade, fault: f, traffic: t,
 		engines: map[time.Duration]*budgettest.Dependency{}}
@@ -147,6 +149,7 @@ type traffic struct {
 	total int64
 }
 
+// share returns the part of the run's requests sent so far, in [0, 1].
 func (t *traffic) share() float64 {
 	if t == nil || t.total <= 0 {
 		return 0

@@ -43,10 +43,16 @@ type depHTTPServer struct {
 	dep *dependency
 }
 
+// startDependencyHTTP serves d over HTTP/1.1 on loopback, extra paths
+// included.
 func startDependencyHTTP(d *dependency, extra map[string]time.Duration) (*depHTTPServer, error) {
 	return startDependencyHTTPServer(d, extra, false)
 }
 
+// startDependencyHTTPServer is startDependencyHTTP; with h2c it also
+// speaks HTTP/2 without TLS. A call that fails answers 503, one that ran out
+// of the time its caller sent answers 504 with Budget-Expired, so no client
+// layer retries it.
 func startDependencyHTTPServer(d *dependency, extra map[string]time.Duration, h2c bool) (*depHTTPServer, error) {
 	mux := http.NewServeMux()
 	handle := func(base time.Duration) http.Handler {
@@ -78,6 +84,7 @@ func startDependencyHTTPServer(d *dependency, extra map[string]time.Duration, h2
 	return &depHTTPServer{httpServer: s, dep: d}, nil
 }
 
+// close stops the server, then ends the dependency's work still running.
 func (s *depHTTPServer) close() {
 	s.httpServer.close()
 	s.dep.close()
@@ -91,6 +98,8 @@ type depGRPCServer struct {
 	done chan struct{}
 }
 
+// startDependencyGRPC serves d over gRPC on loopback, as the single
+// budgetdemo.Dependency/Call method.
 func startDependencyGRPC(d *dependency) (*depGRPCServer, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -107,6 +116,7 @@ func startDependencyGRPC(d *dependency) (*depGRPCServer, error) {
 	return s, nil
 }
 
+// close stops the server, then ends the dependency's work still running.
 func (s *depGRPCServer) close() {
 	s.srv.Stop()
 	<-s.done
@@ -121,6 +131,8 @@ var grpcServiceDesc = grpc.ServiceDesc{
 	Metadata:    "budgetdemo",
 }
 
+// grpcCallHandler is the Call method's handler, as protoc would generate
+// it: decode, run the interceptor chain, serve.
 func grpcCallHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
 	in := new(wrapperspb.StringValue)
 	if err := dec(in); err != nil {
@@ -139,6 +151,8 @@ func grpcCallHandler(srv any, ctx context.Context, dec func(any) error, intercep
 	return interceptor(ctx, in, &grpc.UnaryServerInfo{Server: srv, FullMethod: grpcMethod}, handler)
 }
 
+// grpcStatus maps a dependency's error to a gRPC status: a failure is
+// UNAVAILABLE, a context's end its own code.
 func grpcStatus(err error) error {
 	if errors.Is(err, errDependencyFailed) {
 		return status.Error(codes.Unavailable, err.Error())

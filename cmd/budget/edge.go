@@ -47,6 +47,7 @@ type edgeRung struct {
 	op   *budget.Op
 }
 
+// call makes one attempt of the rung: the hop, or the cache's local work.
 func (r edgeRung) call(ctx context.Context) error {
 	if r.hop != nil {
 		return r.hop.call(ctx)
@@ -102,6 +103,8 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ans)
 }
 
+// keepLedger keeps request idx's ledger for the report and counts its
+// refusals by stage. It is called as each request ends, concurrently.
 func (e *edge) keepLedger(idx int, l *budget.Ledger) {
 	if l == nil {
 		return
@@ -129,6 +132,8 @@ func reasonOf(err error) string {
 	return "failed"
 }
 
+// outcomeOf names how an attempt of the shared-deadline pattern ended,
+// for the events it notes in the ledger itself.
 func outcomeOf(err error) budget.Outcome {
 	switch {
 	case err == nil:
@@ -141,6 +146,7 @@ func outcomeOf(err error) budget.Outcome {
 	return budget.OutcomeFailed
 }
 
+// writeJSON writes v as the JSON body of a response with status code.
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)

@@ -28,6 +28,7 @@ type fault struct {
 	after float64
 }
 
+// String renders the fault in --fault's syntax.
 func (f fault) String() string {
 	switch f.kind {
 	case faultSlow:
@@ -100,6 +101,8 @@ func parseFaults(s string) (map[string]fault, error) {
 	return out, nil
 }
 
+// parseFault parses one KIND of --fault: hang, fail, slow:DUR or
+// slowdown:DUR[@SHARE].
 func parseFault(spec string) (fault, error) {
 	kind, arg, hasArg := strings.Cut(spec, ":")
 	switch kind {

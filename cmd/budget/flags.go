@@ -136,6 +136,8 @@ func parseDemoFlags(args []string) (*demoConfig, error) {
 	return cfg, nil
 }
 
+// parseScenarios parses --scenario into scenario keys in their canonical
+// order, so a report lists them the same way however they were given.
 func parseScenarios(s string) ([]string, error) {
 	if strings.TrimSpace(s) == "all" {
 		return slices.Clone(scenarioKeys), nil

@@ -30,6 +30,7 @@ type httpHop struct {
 	url    string
 }
 
+// call makes one GET and returns nil on a 200 answer.
 func (h httpHop) call(ctx context.Context) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.url, nil)
 	if err != nil {
@@ -71,6 +72,8 @@ type statusError struct {
 	stage string // from a Budget-Expired header, when the server refused for lack of time
 }
 
+// Error says the status and, when the server refused for lack of time,
+// the stage it named.
 func (e *statusError) Error() string {
 	if e.stage != "" {
 		return fmt.Sprintf("HTTP %d: budget expired at %s", e.code, e.stage)
@@ -87,6 +90,7 @@ type grpcHop struct {
 
 const grpcMethod = "/budgetdemo.Dependency/Call"
 
+// call invokes the dependency's Call method once.
 func (h grpcHop) call(ctx context.Context) error {
 	out := new(wrapperspb.StringValue)
 	err := h.conn.Invoke(ctx, grpcMethod, wrapperspb.String("q"), out)

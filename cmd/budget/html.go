@@ -163,6 +163,8 @@ func jsonPath(parts ...any) string {
 	return strings.Join(s, ".")
 }
 
+// hexColour renders a colour as CSS's #RRGGBB, so the page's legend shows
+// the charts' own colours.
 func hexColour(c interface{ RGBA() (r, g, b, a uint32) }) string {
 	r, g, b, _ := c.RGBA()
 	return fmt.Sprintf("#%02X%02X%02X", r>>8, g>>8, b>>8)

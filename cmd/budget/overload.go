@@ -135,6 +135,9 @@ type overloadService struct {
 // measurement only: the service never uses it to decide anything.
 const measureHeader = "Demo-User-Deadline"
 
+// ServeHTTP takes a worker (waiting for one while the request lasts),
+// does the request's work, and measures the worker time held after the
+// user's deadline.
 func (s *overloadService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	select {

@@ -27,6 +27,7 @@ const (
 	overGRPC
 )
 
+// String names the protocol for the report.
 func (p protocol) String() string {
 	if p == overGRPC {
 		return "gRPC"

@@ -29,6 +29,7 @@ type httpServer struct {
 	closing  bool
 }
 
+// startHTTP serves h over HTTP/1.1 on a loopback port.
 func startHTTP(h http.Handler) (*httpServer, error) { return startHTTPServer(h, false) }
 
 // startHTTPServer is startHTTP; with h2c it also accepts HTTP/2 without TLS,
@@ -104,6 +105,7 @@ func (s *httpServer) leave() {
 // serverStack is what a run started and must stop, closed in reverse order.
 type serverStack []server
 
+// push adds srv to the things to stop.
 func (s *serverStack) push(srv server) { *s = append(*s, srv) }
 
 // closeAll closes everything pushed, last first, once.

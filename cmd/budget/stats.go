@@ -5,6 +5,7 @@ import (
 	"time"
 )
 
+// ratio returns n/of, or zero when of is zero.
 func ratio(n, of int) float64 {
 	if of == 0 {
 		return 0

@@ -43,6 +43,8 @@ func writeTable(w io.Writer, rep *report) {
 	fmt.Fprintln(w)
 }
 
+// writeScenario prints one scenario: its configuration and faults, the
+// table of figures, and a wrapped line per pattern.
 func writeScenario(w io.Writer, rep *report, s scenarioReport) {
 	fmt.Fprintf(w, "\n%s: %s\n", s.Name, s.Title)
 	fmt.Fprintf(w, "  budget %s · per-call timeout %s · %d requests, %d at a time\n",
@@ -85,6 +87,7 @@ func writeScenario(w io.Writer, rep *report, s scenarioReport) {
 	}
 }
 
+// writeOverload prints the overload case's table and what its columns mean.
 func writeOverload(w io.Writer, o *overloadReport) {
 	fmt.Fprintln(w)
 	writeWrapped(w, fmt.Sprintf("overload: a dependency slows from %s to %s under a %d-worker service (%.0f requests/s, %.0f%% of them call it)",
@@ -125,6 +128,7 @@ func writeLedger(w io.Writer, l ledgerReport) {
 	}
 }
 
+// durOrBlank formats a duration, or nothing for an instant event.
 func durOrBlank(d time.Duration) string {
 	if d <= 0 {
 		return ""
@@ -132,6 +136,7 @@ func durOrBlank(d time.Duration) string {
 	return fmtMs(ms(d))
 }
 
+// outcomeWord names an event's outcome, or nothing when it has none.
 func outcomeWord(o budget.Outcome) string {
 	if o == budget.OutcomeNone {
 		return ""
@@ -159,6 +164,7 @@ func writeWrapped(w io.Writer, text, first, rest string) {
 	}
 }
 
+// fmtMs formats milliseconds for a person: 0.5ms, 12ms, 1.50s, 295s.
 func fmtMs(v float64) string {
 	switch {
 	case v >= 10_000:
@@ -171,6 +177,7 @@ func fmtMs(v float64) string {
 	return fmt.Sprintf("%.1fms", v)
 }
 
+// pct formats a ratio as a whole percentage.
 func pct(r float64) string { return fmt.Sprintf("%.0f%%", 100*r) }
 
 // counts renders a map of counts, largest first, such as "cache 97, exact 23".
@@ -205,8 +212,10 @@ type textTable struct {
 	rows  [][]string
 }
 
+// add appends a row; its cells line up with the header's.
 func (t *textTable) add(cells ...string) { t.rows = append(t.rows, cells) }
 
+// write prints the rows, each column as wide as its widest cell.
 func (t *textTable) write(w io.Writer) {
 	widths := make([]int, len(t.right))
 	for _, r := range t.rows {
