@@ -94,6 +94,20 @@ func twoLines(name string) string {
 // cut-off, not a measurement.
 func cutOffByDemo(p patternReport) bool { return p.Requests > 0 && p.CutOff == p.Requests }
 
+// failuresCutOffByDemo reports whether every failed request of the pattern
+// was ended by the load generator's safety limit: what its failures "cost"
+// is then the demo's cut-off, not a measurement.
+func failuresCutOffByDemo(p patternReport) bool {
+	if p.FailedRatio == 0 || p.CutOff == 0 {
+		return false
+	}
+	total := 0
+	for _, n := range p.FailureReasons {
+		total += n
+	}
+	return p.CutOff == total
+}
+
 // newBarPlot returns a plot for n categories with the given names, with room
 // on both sides so the first and the last bar do not touch the frame.
 func newBarPlot(title, yLabel string, names []string) *plot.Plot {
@@ -224,7 +238,7 @@ func failureCostChart(s scenarioReport, budgetMs, safetyMs float64) (chart, erro
 		switch {
 		case pr.FailedRatio == 0:
 			text = "none failed"
-		case cutOffByDemo(pr):
+		case failuresCutOffByDemo(pr):
 			grey[i] = pr.FailureCostMs
 			text = "demo's cut-off"
 		default:
@@ -372,9 +386,14 @@ func latencyChart(s scenarioReport, budgetMs float64) (chart, error) {
 		p.Legend.Add(sr.label, b)
 	}
 	for j, pr := range s.Patterns {
-		if cutOffByDemo(pr) {
+		switch {
+		case cutOffByDemo(pr):
 			cutXYs = append(cutXYs, plotter.XY{X: float64(j), Y: pr.LatencyMs.Max})
 			cutTexts = append(cutTexts, "demo's cut-off,\nnot measured")
+		case pr.CutOff > 0:
+			// Some requests ended at the cut-off: their times are the demo's.
+			cutXYs = append(cutXYs, plotter.XY{X: float64(j), Y: pr.LatencyMs.Max})
+			cutTexts = append(cutTexts, fmt.Sprintf("%d of %d cut off\nby the demo", pr.CutOff, pr.Requests))
 		}
 	}
 	cut, err := bars(grey, 3*w, cutOffGrey)

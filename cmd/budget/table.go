@@ -62,7 +62,7 @@ func writeScenario(w io.Writer, rep *report, s scenarioReport) {
 		switch {
 		case p.FailedRatio == 0:
 			cost = "—"
-		case cutOffByDemo(p):
+		case failuresCutOffByDemo(p):
 			cost = "cut off"
 		}
 		t.add(p.Name, pct(p.AnsweredRatio), pct(p.LateRatio), pct(p.FailedRatio), cost, fmtMs(p.WastedWorkMs),
