@@ -115,10 +115,16 @@ func writeOverload(w io.Writer, o *overloadReport) {
 func writeLedger(w io.Writer, l ledgerReport) {
 	const barW = 16
 	fmt.Fprintf(w, "  budget %s\n", fmtMs(ms(l.budget)))
+	// The outcome column is as wide as its widest word, so every bar starts
+	// in the same column.
+	outW := 0
+	for _, ev := range l.events {
+		outW = max(outW, len(outcomeWord(ev.Outcome)))
+	}
 	for _, ev := range l.events {
 		off := ev.At.Sub(l.start)
-		line := fmt.Sprintf("  %8s  %-8s %-20s %8s  left %8s  %-12s", "+"+fmtMs(ms(off)), ev.Kind, ev.Stage,
-			durOrBlank(ev.Duration), fmtMs(ms(ev.Remaining)), outcomeWord(ev.Outcome))
+		line := fmt.Sprintf("  %8s  %-8s %-20s %8s  left %8s  %-*s", "+"+fmtMs(ms(off)), ev.Kind, ev.Stage,
+			durOrBlank(ev.Duration), fmtMs(ms(ev.Remaining)), outW, outcomeWord(ev.Outcome))
 		if ev.Duration > 0 && l.budget > 0 {
 			from := min(int(float64(barW)*float64(off)/float64(l.budget)), barW-1)
 			n := max(1, min(int(float64(barW)*float64(ev.Duration)/float64(l.budget)+0.5), barW-from))
