@@ -117,13 +117,14 @@ func writeLedger(w io.Writer, l ledgerReport) {
 	fmt.Fprintf(w, "  budget %s\n", fmtMs(ms(l.budget)))
 	// The outcome column is as wide as its widest word, so every bar starts
 	// in the same column.
-	outW := 0
+	outW, stageW := 0, 0
 	for _, ev := range l.events {
 		outW = max(outW, len(outcomeWord(ev.Outcome)))
+		stageW = max(stageW, len(ev.Stage))
 	}
 	for _, ev := range l.events {
 		off := ev.At.Sub(l.start)
-		line := fmt.Sprintf("  %8s  %-8s %-20s %8s  left %8s  %-*s", "+"+fmtMs(ms(off)), ev.Kind, ev.Stage,
+		line := fmt.Sprintf("  %7s  %-8s %-*s %6s  left %6s  %-*s", "+"+fmtMs(ms(off)), ev.Kind, stageW, ev.Stage,
 			durOrBlank(ev.Duration), fmtMs(ms(ev.Remaining)), outW, outcomeWord(ev.Outcome))
 		if ev.Duration > 0 && l.budget > 0 {
 			from := min(int(float64(barW)*float64(off)/float64(l.budget)), barW-1)

@@ -64,6 +64,7 @@ func TestWriteLedgerOneLinePerEvent(t *testing.T) {
 		{Kind: budget.EventRefuse, Stage: "geometry.exact", At: at(15), Remaining: 285 * time.Millisecond, Outcome: budget.OutcomeInsufficient},
 		{Kind: budget.EventFallback, Stage: "geometry.simplified", At: at(15), Duration: 270 * time.Millisecond, Remaining: 285 * time.Millisecond, Outcome: budget.OutcomeExpired},
 		{Kind: budget.EventFallback, Stage: "geometry.cache", At: at(285), Duration: time.Millisecond, Remaining: 15 * time.Millisecond, Outcome: budget.OutcomeOK},
+		{Kind: budget.EventAttempt, Stage: "audit", At: at(286), Duration: 5 * time.Millisecond, Remaining: 14 * time.Millisecond, Outcome: budget.OutcomeRetrySuppressed},
 	}}
 	var b strings.Builder
 	writeLedger(&b, l)
