@@ -68,7 +68,14 @@ type Dependency struct {
 }
 
 // Call makes one call to the dependency within ctx.
-func (d *Dependency) Call(ctx context.Context) error {
+func (d *Dependency) Call(ctx context.Context) error { return d.CallFor(ctx, ctx) }
+
+// CallFor is Call made on behalf of the request whose context is caller:
+// the Probe tracks caller instead of ctx, so it sees when that request's
+// user gave up even when the code under test cut the call's context off
+// from the request (context.WithTimeout(context.Background(), t), the common
+// bug). Everything else is as Call: ctx bounds the call.
+func (d *Dependency) CallFor(ctx, caller context.Context) error {
 	d.calls.Add(1)
 	delay, hang := d.Delay, d.Hang
 	if d.Latency != nil && !hang {
@@ -76,10 +83,10 @@ func (d *Dependency) Call(ctx context.Context) error {
 		hang = delay < 0
 	}
 	if d.Detached {
-		return d.detached(ctx, delay, hang)
+		return d.detached(ctx, caller, delay, hang)
 	}
 	if d.Probe != nil {
-		defer d.Probe.Track(ctx)()
+		defer d.Probe.Track(caller)()
 	}
 	if hang {
 		<-ctx.Done()
@@ -105,8 +112,8 @@ func (d *Dependency) Call(ctx context.Context) error {
 
 // detached runs one call's work in a goroutine of its own that sees only the
 // deadline ctx had at the start, and returns when the work ends or ctx is
-// done, whichever comes first.
-func (d *Dependency) detached(ctx context.Context, delay time.Duration, hang bool) error {
+// done, whichever comes first. The Probe tracks caller.
+func (d *Dependency) detached(ctx, caller context.Context, delay time.Duration, hang bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -118,7 +125,7 @@ func (d *Dependency) detached(ctx context.Context, delay time.Duration, hang boo
 	}
 	var stopTrack func() Record
 	if d.Probe != nil {
-		stopTrack = d.Probe.Track(ctx)
+		stopTrack = d.Probe.Track(caller)
 	}
 	stop := d.stopChan()
 	finished := make(chan error, 1)

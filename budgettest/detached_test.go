@@ -89,3 +89,32 @@ func TestLatencyReplacesDelay(t *testing.T) {
 		}
 	})
 }
+
+// TestCallForTracksTheCaller checks that CallFor's Probe sees the request's
+// caller give up even when the call's own context was cut off from it, as
+// the common bug context.WithTimeout(context.Background(), t) does.
+func TestCallForTracksTheCaller(t *testing.T) {
+	t.Parallel()
+	for _, detached := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			probe := new(budgettest.Probe)
+			dep := &budgettest.Dependency{Delay: 100 * ms, Detached: detached, IgnoreContext: detached, Probe: probe}
+			user, leave := context.WithTimeout(context.Background(), 30*ms)
+			defer leave()
+			call, cancel := context.WithTimeout(context.Background(), time.Second) // cut off from user
+			defer cancel()
+			if err := dep.CallFor(call, user); err != nil {
+				t.Fatalf("detached %v: CallFor = %v", detached, err)
+			}
+			synctest.Wait()
+			dep.Close()
+			var orphaned time.Duration
+			for _, r := range probe.Records() {
+				orphaned += r.Orphaned()
+			}
+			if orphaned != 70*ms {
+				t.Errorf("detached %v: the probe saw %v of work after the user left, want 70ms", detached, orphaned)
+			}
+		})
+	}
+}
