@@ -9,9 +9,17 @@ GOTEST_FLAGS ?= -race -shuffle=on -count=1 -timeout=8m
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(shell command -v staticcheck 2>/dev/null || echo "go run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)")
 
-.PHONY: test guards fmt-check vet lint root-stdlib unit unit-nowork bench services
+.PHONY: test guards fmt-check vet lint root-stdlib unit unit-nowork summary bench services
 
-test: guards unit unit-nowork
+# Each module's go test -json goes through .ci/gotest.awk, which prints what
+# plain go test prints and keeps the counts here for the closing summary.
+SUMMARY_DIR := $(CURDIR)/.test-summary
+GOTEST_FILTER = awk -v skips=$(SUMMARY_DIR)/skips -v counts=$(SUMMARY_DIR)/counts -f $(CURDIR)/.ci/gotest.awk
+
+test: guards
+	@rm -rf $(SUMMARY_DIR)
+	@$(MAKE) --no-print-directory unit unit-nowork
+	@$(MAKE) --no-print-directory summary
 
 guards: fmt-check vet lint root-stdlib
 
@@ -36,12 +44,19 @@ root-stdlib:
 	echo "guard: root module is stdlib-only"
 
 unit:
-	@for m in $(MODULES); do echo "== go test $$m"; (cd $$m && go test $(GOTEST_FLAGS) ./...) || exit 1; done
+	@mkdir -p $(SUMMARY_DIR); for m in $(MODULES); do echo "== go test $$m"; (cd $$m && go test $(GOTEST_FLAGS) -json ./... | $(GOTEST_FILTER)) || exit 1; done
 
 # Each module must also build and pass on its own, as a user who does not use the
 # workspace sees it (nested modules reach the root through their replace directive).
 unit-nowork:
-	@for m in $(MODULES); do echo "== GOWORK=off go test $$m"; (cd $$m && GOWORK=off go test -count=1 -short -timeout=8m ./...) || exit 1; done
+	@mkdir -p $(SUMMARY_DIR); for m in $(MODULES); do echo "== GOWORK=off go test $$m"; (cd $$m && GOWORK=off go test -count=1 -short -timeout=8m -json ./... | $(GOTEST_FILTER)) || exit 1; done
+
+# The closing summary: why tests were skipped (grouped by reason), then one
+# line with the counts of top-level tests over every run above.
+summary:
+	@if [ -s $(SUMMARY_DIR)/skips ]; then cut -f2- $(SUMMARY_DIR)/skips | sort | uniq -c | sort -rn | \
+		awk '{ n = $$1; $$1 = ""; sub(/^ /, ""); printf "skipped %d× (%s)\n", n, $$0 }'; fi
+	@awk '{ p += $$1; f += $$2; s += $$3 } END { printf "%d passed, %d failed, %d skipped\n", p, f, s }' $(SUMMARY_DIR)/counts
 
 bench:
 	@for m in $(MODULES); do (cd $$m && go test -run='^$$' -bench=. -benchmem ./...) || exit 1; done

@@ -1,6 +1,9 @@
 // Package budgettest helps test code that spends a budget: a fake dependency
-// that can be slow, hang or fail, and a probe that measures orphaned work,
-// the work that goes on after its caller has given up.
+// that can be slow, hang or fail, or hand its work to an engine that goes on
+// after its caller has left (Detached, stopped only by a deadline handed over
+// with the work), and a probe that measures orphaned work, the work that goes
+// on after its caller has given up. The project's own demo and comparison
+// use the same fake.
 //
 // The question a deadline system must answer is not "did the caller get its
 // answer in time" alone, but "did the work stop when nobody was waiting any

@@ -8,22 +8,34 @@ import (
 	"github.com/timebudget/budget/budgettest"
 )
 
-// dependency is the fake downstream service of a run. It measures its own
-// work: a budgettest.Probe tracks each call against the context of the
-// request it serves (not the call's own context, which the common bug cuts
-// off from the request), so the probe sees when the user left, whatever
-// context the caller passed down.
+// dependency is the fake downstream service of a run: the project's shared
+// fake, budgettest.Dependency, whose latency follows the scenario's phases.
+// With cascade its work stops when the call's context ends; without it the
+// work is Detached and ignores the call's context, going on to its full
+// latency while the caller returns at once. A budgettest.Probe tracks each
+// call against the context of the request it serves (CallFor), not the
+// call's own context, which the common bug cuts off from the request, so the
+// probe sees when the user left, whatever context the caller passed down.
 type dependency struct {
 	start   time.Time
 	phases  []Phase
 	cascade bool
 	probe   budgettest.Probe
+	fake    *budgettest.Dependency
 
-	mu      sync.Mutex
-	calls   int
-	busy    time.Duration // worker time over all calls
-	doomed  time.Duration // worker time of calls whose answer reached nobody in time
-	orphans time.Duration // worker time after the requesting user had left
+	mu     sync.Mutex
+	doomed time.Duration // worker time of calls whose answer reached nobody in time
+}
+
+func newDependency(start time.Time, phases []Phase, cascade bool) *dependency {
+	d := &dependency{start: start, phases: phases, cascade: cascade}
+	d.fake = &budgettest.Dependency{
+		Latency:       func() time.Duration { return d.latency(time.Now()) },
+		Detached:      !cascade,
+		IgnoreContext: !cascade,
+		Probe:         &d.probe,
+	}
+	return d
 }
 
 // latency returns the latency of a call starting at now.
@@ -40,68 +52,32 @@ func (d *dependency) latency(now time.Time) time.Duration {
 }
 
 // call makes one call within ctx on behalf of the request whose context is
-// user. With cascade the work stops when ctx ends; without it the work goes
-// on to its full latency while the caller returns at once.
+// user, and counts its work as doomed when its answer reached nobody in
+// time: the call failed, or the user had left by the time it returned.
 func (d *dependency) call(ctx, user context.Context) error {
-	lat := d.latency(time.Now())
-	stop := d.probe.Track(user)
+	start := time.Now()
+	took := d.latency(start) // the detached work's time, whatever the caller does
+	err := d.fake.CallFor(ctx, user)
 	if d.cascade {
-		err := work(ctx, lat)
-		d.account(stop(), err == nil && user.Err() == nil)
-		return err
+		took = time.Since(start)
 	}
-	// The handoff decides, under one lock, whether the answer reached the
-	// caller or the caller had gone first, so usefulness is never guessed.
-	h := &handoff{answered: make(chan struct{})}
-	go func() {
-		t := time.NewTimer(lat)
-		<-t.C
-		h.mu.Lock()
-		delivered := !h.gone
-		h.delivered = delivered
-		h.mu.Unlock()
-		// Read and stop before the answer is handed over: once it is, the
-		// request may end and cancel its context.
-		useful := delivered && user.Err() == nil
-		rec := stop()
-		if delivered {
-			close(h.answered)
-		}
-		d.account(rec, useful)
-	}()
-	select {
-	case <-h.answered:
-		return nil
-	case <-ctx.Done():
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if h.delivered {
-			return nil
-		}
-		h.gone = true
-		return ctx.Err()
+	if err != nil || user.Err() != nil {
+		d.mu.Lock()
+		d.doomed += took
+		d.mu.Unlock()
 	}
+	return err
 }
 
-// handoff passes one answer from work that ignores cancellation to a caller
-// that may have left.
-type handoff struct {
-	mu        sync.Mutex
-	answered  chan struct{} // closed when the answer is delivered
-	delivered bool
-	gone      bool // the caller returned without the answer
-}
-
-// account adds one finished piece of work to the totals; useful reports
-// whether its answer reached a user still waiting.
-func (d *dependency) account(rec budgettest.Record, useful bool) {
-	took := rec.Stop.Sub(rec.Start)
+// totals returns the dependency's calls and worker time, from the probe's
+// records: all of it (busy), the part after the user had left (orphans),
+// and the doomed part. Call it once the probe has seen every call stop.
+func (d *dependency) totals() (calls int, busy, orphans, doomed time.Duration) {
+	for _, r := range d.probe.Records() {
+		busy += r.Stop.Sub(r.Start)
+		orphans += r.Orphaned()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.calls++
-	d.busy += took
-	d.orphans += rec.Orphaned()
-	if !useful {
-		d.doomed += took
-	}
+	return int(d.fake.Calls()), busy, orphans, d.doomed
 }

@@ -54,7 +54,7 @@ func Failsafe(c FailsafeConfig) Strategy {
 		Name: fmt.Sprintf("failsafe-go (breaker %.0f%%/%d/%v, delay %v, %d trials; timeout %v)",
 			100*c.FailureRate, c.MinCalls, c.Period, c.Delay, c.Trials, c.Timeout),
 		New: func(Scenario) Handler {
-			exec := failsafe.With[any](c.breaker(), timeout.New[any](c.Timeout))
+			exec := c.Executor()
 			return func(ctx context.Context, call, fallback func(context.Context) error) Answer {
 				err := exec.WithContext(ctx).RunWithExecution(func(e failsafe.Execution[any]) error {
 					return call(e.Context())
@@ -63,6 +63,15 @@ func Failsafe(c FailsafeConfig) Strategy {
 			}
 		},
 	}
+}
+
+// Executor returns the failsafe-go executor c describes: a new circuit
+// breaker, with no history, around a timeout policy of c.Timeout. Share one
+// executor between the calls whose failures the breaker should count; it is
+// safe for concurrent use. The demo's overload case uses it, so the breaker
+// it shows is the one tuned here.
+func (c FailsafeConfig) Executor() failsafe.Executor[any] {
+	return failsafe.With[any](c.breaker(), timeout.New[any](c.Timeout))
 }
 
 // breaker builds the circuit breaker c describes.

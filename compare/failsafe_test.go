@@ -10,6 +10,8 @@ import (
 	"github.com/failsafe-go/failsafe-go"
 	"github.com/failsafe-go/failsafe-go/circuitbreaker"
 	"github.com/failsafe-go/failsafe-go/timeout"
+
+	"github.com/timebudget/budget/compare"
 )
 
 var errDown = errors.New("down")
@@ -113,4 +115,22 @@ func TestFailsafeInBubble(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestExecutorIsTheTunedBreaker checks that Executor's breaker opens as the
+// configuration says: after MinCalls failures in a row within Period, the
+// next call is rejected without running.
+func TestExecutorIsTheTunedBreaker(t *testing.T) {
+	t.Parallel()
+	c := compare.TunedFailsafe
+	exec := c.Executor()
+	failing := errors.New("dependency failed")
+	for range c.MinCalls {
+		_ = exec.Run(func() error { return failing })
+	}
+	ran := false
+	err := exec.Run(func() error { ran = true; return nil })
+	if ran || !errors.Is(err, circuitbreaker.ErrOpen) {
+		t.Fatalf("after %d failures the call ran (%v) with error %v; want it rejected with circuitbreaker.ErrOpen", c.MinCalls, ran, err)
+	}
 }

@@ -84,9 +84,7 @@ func (s Scenario) measure(strategy string, start time.Time, reqs []request, dep 
 	}
 	res.GiveUpP50 = budgettest.Quantile(giveUp, 0.5)
 	res.GiveUpP99 = budgettest.Quantile(giveUp, 0.99)
-	dep.mu.Lock()
-	res.Calls, res.Busy, res.Wasted, res.Doomed = dep.calls, dep.busy, dep.orphans, dep.doomed
-	dep.mu.Unlock()
+	res.Calls, res.Busy, res.Wasted, res.Doomed = dep.totals()
 	if n := len(s.Phases); n > 0 {
 		last := start.Add(s.Phases[n-1].At)
 		res.Recovery, res.Recovered = s.settled(last, start.Add(s.Duration), reqs, func(r *request) bool {

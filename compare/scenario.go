@@ -116,7 +116,7 @@ func (r *request) inTime() bool {
 // canceling ctx ends the run early, with every request it had started.
 func (s Scenario) Run(ctx context.Context, strategy Strategy) Result {
 	start := time.Now()
-	dep := &dependency{start: start, phases: s.Phases, cascade: s.Cascade}
+	dep := newDependency(start, s.Phases, s.Cascade)
 	handler := strategy.New(s)
 	n := int(int64(s.Duration) * int64(s.Rate) / int64(time.Second))
 	reqs := make([]request, n)
@@ -145,6 +145,7 @@ func (s Scenario) Run(ctx context.Context, strategy Strategy) Result {
 	}
 	wg.Wait()
 	_ = dep.probe.Wait(context.WithoutCancel(ctx))
+	dep.fake.Close() // every call has stopped; this waits for their goroutines to end
 	return s.measure(strategy.Name, start, reqs, dep)
 }
 

@@ -166,3 +166,21 @@ func TestRunWritesReports(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpSaysTheOverloadCaseAsItRuns checks that --help describes the
+// overload case with the times the run uses and prints.
+func TestHelpSaysTheOverloadCaseAsItRuns(t *testing.T) {
+	t.Parallel()
+	o := defaultOverload()
+	help := strings.Join(strings.Fields(demoUsage), " ")
+	for _, want := range []string{
+		"half its full-size times", o.fast.String() + " to " + o.slow.String(), "waits " + o.budget.String(),
+	} {
+		if !strings.Contains(help, want) {
+			t.Errorf("--help does not say %q", want)
+		}
+	}
+	if o.scale != 0.5 {
+		t.Errorf("the overload case runs at %v× but --help says half", o.scale)
+	}
+}

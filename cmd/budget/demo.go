@@ -83,6 +83,9 @@ func runDemo(ctx context.Context, cfg *demoConfig, progressW io.Writer) (*report
 	return buildReport(cfg, all, over, time.Since(start)), nil
 }
 
+// buildReport gathers every scenario's and the overload case's runs into
+// the one report the table, report.json and report.html are rendered from,
+// so the three always agree.
 func buildReport(cfg *demoConfig, all []scenarioRuns, over []*overloadRun, wall time.Duration) *report {
 	rep := &report{
 		Version:     1,
@@ -95,13 +98,13 @@ func buildReport(cfg *demoConfig, all []scenarioRuns, over []*overloadRun, wall 
 	}
 	for _, sr := range all {
 		s := scenarioReport{
-			Name: sr.sc.key, Title: sr.sc.title,
+			Name: sr.sc.key, Title: sr.sc.title, Story: sr.sc.story,
 			PerCallTimeoutMs: ms(sr.sc.perCall(cfg.budget)), PerCallRule: sr.sc.perCallRule,
 		}
 		for _, d := range sr.sc.deps {
 			s.Dependencies = append(s.Dependencies, depReport{
 				Name: d.name, Protocol: d.proto.String(), TypMs: ms(d.base), Cascade: d.cascade,
-				Fault: cfg.faults[d.name].String(),
+				Fault: cfg.faults[d.name].String(), FaultMeans: cfg.faults[d.name].describe(),
 			})
 		}
 		for _, r := range sr.runs {
@@ -120,19 +123,21 @@ func buildReport(cfg *demoConfig, all []scenarioRuns, over []*overloadRun, wall 
 // reportNotes says what was scaled and how the figures were measured.
 func reportNotes(cfg *demoConfig, rep *report) []string {
 	notes := []string{
-		fmt.Sprintf("Times are scaled down so the run is short: the budget is %s where the seeds use 1–3 s, and the dependencies answer in 15–80 ms.", cfg.budget),
+		fmt.Sprintf("Times are scaled down so the run is short: the budget is %s where real services use 1–3 s, and the dependencies answer in 15–80 ms.", cfg.budget),
 		"Latency is the time to answer or fail as the user saw it. \"In budget\" counts answers that arrived within the budget; \"late\" ones arrived after the user had stopped waiting.",
 		fmt.Sprintf("No timeout: the demo's load generator cuts each request off at its safety limit of %s (%d× the budget); those requests are counted as cut off.", safetyLimit(cfg.budget), safetyFactor),
 		"Wasted work is measured by each dependency: how long its work went on after its caller had gone (canceled, connection closed, or deadline passed). resolve, retrieve, inventory and pricing run their work in the request's context and stop at once; geometry and payment hand it to an engine that does not see cancellation, only a deadline handed over at the start, so there the budget headers make the difference. Work still running when a run ended is counted up to that moment, so these figures understate the waste of hung work.",
 	}
 	if o := rep.Overload; o != nil {
-		notes = append(notes, fmt.Sprintf("Overload: times are %.1f× the seeds' (the dependency slows from %s to %s, the user's budget is %s, the caller's own timeout %s, the service's per-call timeout %s); %d workers and %.0f requests/s, %.0f%% of them calling the slow dependency. Goodput is measured over the %s the dependency is slow; \"without budgets\" is the best variant without one.",
+		notes = append(notes, fmt.Sprintf("Overload: times are %.1f× the case's full-size times of 50 ms → 5 s (the dependency slows from %s to %s, the user's budget is %s, the caller's own timeout %s, the service's per-call timeout %s); %d workers and %.0f requests/s, %.0f%% of them calling the slow dependency. Goodput is measured over the %s the dependency is slow; \"without budgets\" is the best variant without one.",
 			o.Scale, msDur(o.DependencyFromMs), msDur(o.DependencyToMs), msDur(o.BudgetMs), msDur(o.UpstreamTimeoutMs), msDur(o.PerCallTimeoutMs),
 			o.Workers, o.RatePerSecond, 100*o.SlowShare, msDur(o.MeasuredForMs)))
 	}
 	return notes
 }
 
+// msDur converts milliseconds, as the report holds them, back to a
+// duration for printing.
 func msDur(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 
 // writeReports writes report.json and report.html into dir and returns their

@@ -7,52 +7,83 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/timebudget/budget/budgettest"
 )
 
 // errDependencyFailed is what a dependency with a "fail" fault returns.
 var errDependencyFailed = errors.New("dependency failed")
 
-// dependency is one simulated downstream service. Each call runs a job that
-// takes the dependency's latency (or its fault's). The dependency measures its
-// own wasted work: for every call whose caller went away (its context was
-// canceled, its connection closed, or its deadline passed) while the job was
-// still running, the time from that moment until the job actually stopped.
+// dependency is one simulated downstream service, built on the project's
+// shared fake, budgettest.Dependency: this type adds the demo's faults (a
+// slowdown that starts at the same request in every pattern, a hang, a
+// failure) and serves several paths from one engine. Every call is tracked by
+// one budgettest.Probe, which measures the wasted work: for every call whose
+// caller went away (its context was canceled, its connection closed, or its
+// deadline passed) while the work was still running, the time from that
+// moment until the work actually stopped.
 //
-// Whether a job stops when its caller goes away depends on the dependency, as
+// Whether work stops when its caller goes away depends on the dependency, as
 // it does in real systems:
 //
-//   - A cascading dependency runs its job in the request's context: careful Go
-//     code, a gRPC call, a query through a driver that sends a cancel. It
+//   - A cascading dependency runs its work in the request's context: careful
+//     Go code, a gRPC call, a query through a driver that sends a cancel. It
 //     stops as soon as the caller goes away or the deadline passes.
-//   - A non-cascading dependency hands the job to an engine that does not see
-//     the request's cancellation: a worker pool, a database without a
-//     statement timeout, a card processor. The only thing that stops such a
-//     job early is a deadline handed over with it when it starts, which is what
-//     the budget headers make possible (the same pushdown as
-//     statement_timeout).
+//   - A non-cascading dependency hands the work to an engine that does not
+//     see the request's cancellation (budgettest's Detached work): a worker
+//     pool, a database without a statement timeout, a card processor. The
+//     only thing that stops such work early is a deadline handed over with it
+//     when it starts, which is what the budget headers make possible (the
+//     same pushdown as statement_timeout).
 type dependency struct {
 	name    string
+	proto   protocol      // how the edge reaches it
 	base    time.Duration // typical latency without a fault
-	cascade bool          // whether the job observes the caller's cancellation
+	cascade bool          // whether the work observes the caller's cancellation
 	fault   fault
 	traffic *traffic // share of the run's requests sent so far, for slowdowns
+	probe   budgettest.Probe
 
-	stop  chan struct{} // closed when the service shuts down; ends hung jobs
-	jobs  sync.WaitGroup
-	calls atomic.Int64
-	waste wasteMeter
+	mu      sync.Mutex
+	engines map[time.Duration]*budgettest.Dependency // one per typical latency served
 }
 
+// newDependency returns a dependency whose calls take about base (its
+// fault aside); t is the run's traffic, which a slowdown fault reads.
 func newDependency(name string, base time.Duration, cascade bool, f fault, t *traffic) *dependency {
-	return &dependency{name: name, base: base, cascade: cascade, fault: f, traffic: t, stop: make(chan struct{})}
+	return &dependency{name: name, base: base, cascade: cascade, fault: f, traffic: t,
+		engines: map[time.Duration]*budgettest.Dependency{}}
 }
 
-// latency returns how long the next job of typical latency base takes; a
+// engine returns the fake that does the work of calls whose typical latency
+// is base, creating it on first use. All of a dependency's engines share its
+// fault and its probe.
+func (d *dependency) engine(base time.Duration) *budgettest.Dependency {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e, ok := d.engines[base]; ok {
+		return e
+	}
+	e := &budgettest.Dependency{
+		Latency:  func() time.Duration { return d.latency(base) },
+		Detached: !d.cascade,
+		Probe:    &d.probe,
+	}
+	if d.fault.kind == faultFail {
+		e.Err = errDependencyFailed
+	}
+	d.engines[base] = e
+	return e
+}
+
+// latency returns how long the next call of typical latency base takes; a
 // negative value means it never finishes on its own.
 func (d *dependency) latency(base time.Duration) time.Duration {
 	switch d.fault.kind {
 	case faultHang:
 		return -1
+	case faultFail:
+		return 0
 	case faultSlow:
 		return d.fault.d
 	case faultSlowdown:
@@ -71,109 +102,44 @@ func (d *dependency) serve(ctx context.Context) error { return d.serveWork(ctx, 
 // carries the caller's cancellation and, when the caller sent one, its
 // deadline.
 func (d *dependency) serveWork(ctx context.Context, base time.Duration) error {
-	d.calls.Add(1)
-	if d.fault.kind == faultFail {
-		return errDependencyFailed
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	lat := d.latency(base)
-	jobCtx, cancel := ctx, context.CancelFunc(func() {})
-	if !d.cascade {
-		// The engine never sees the request's cancellation, only a deadline
-		// handed over at the start.
-		jobCtx = context.WithoutCancel(ctx)
-		if dl, ok := ctx.Deadline(); ok {
-			jobCtx, cancel = context.WithDeadline(jobCtx, dl)
-		}
-	}
-	c := &job{done: make(chan struct{})}
-	d.jobs.Add(1)
-	go func() {
-		defer d.jobs.Done()
-		defer cancel()
-		var timeout <-chan time.Time
-		if lat >= 0 {
-			t := time.NewTimer(lat)
-			defer t.Stop()
-			timeout = t.C
-		}
-		var err error
-		select {
-		case <-timeout:
-		case <-jobCtx.Done():
-			err = jobCtx.Err()
-		case <-d.stop:
-			err = errStopped
-		}
-		c.finish(&d.waste, err)
-	}()
-	select {
-	case <-c.done:
-		return c.err
-	case <-ctx.Done():
-		c.callerGone(&d.waste)
-		return ctx.Err()
-	}
+	return d.engine(base).Call(ctx)
 }
 
-var errStopped = errors.New("service stopped")
+// calls returns how many calls the dependency has served.
+func (d *dependency) calls() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var n int64
+	for _, e := range d.engines {
+		n += e.Calls()
+	}
+	return n
+}
 
-// close ends every job still running (hung ones included) and waits for them.
-// Waste of jobs ended this way is counted up to this moment.
+// waste returns the work the dependency did after its callers had gone,
+// summed over the calls, and how many calls did any.
+func (d *dependency) waste() (total time.Duration, calls int64) {
+	for _, r := range d.probe.Records() {
+		if o := r.Orphaned(); o > 0 {
+			total += o
+			calls++
+		}
+	}
+	return total, calls
+}
+
+// close ends every call still working (hung ones included) and waits for
+// them; the waste of calls ended this way is counted up to this moment.
 func (d *dependency) close() {
-	close(d.stop)
-	d.jobs.Wait()
-}
-
-// job is one call's work; it pairs the moment the caller went away with the
-// moment the work stopped, whichever is known last.
-type job struct {
-	mu      sync.Mutex
-	done    chan struct{}
-	err     error
-	ended   time.Time
-	goneAt  time.Time
-	settled bool
-}
-
-func (j *job) finish(w *wasteMeter, err error) {
-	now := time.Now()
-	j.mu.Lock()
-	j.err, j.ended = err, now
-	close(j.done)
-	j.settleLocked(w)
-	j.mu.Unlock()
-}
-
-func (j *job) callerGone(w *wasteMeter) {
-	now := time.Now()
-	j.mu.Lock()
-	j.goneAt = now
-	j.settleLocked(w)
-	j.mu.Unlock()
-}
-
-func (j *job) settleLocked(w *wasteMeter) {
-	if j.settled || j.ended.IsZero() || j.goneAt.IsZero() {
-		return
+	d.mu.Lock()
+	engines := make([]*budgettest.Dependency, 0, len(d.engines))
+	for _, e := range d.engines {
+		engines = append(engines, e)
 	}
-	j.settled = true
-	if d := j.ended.Sub(j.goneAt); d > 0 {
-		w.add(d)
+	d.mu.Unlock()
+	for _, e := range engines {
+		e.Close()
 	}
-}
-
-// wasteMeter adds up work done after the caller went away.
-type wasteMeter struct {
-	total atomic.Int64 // nanoseconds
-	calls atomic.Int64 // calls that kept working after their caller left
-}
-
-func (w *wasteMeter) add(d time.Duration) {
-	w.total.Add(int64(d))
-	w.calls.Add(1)
 }
 
 // traffic tracks how much of a run's traffic has been sent, so a slowdown
@@ -183,6 +149,7 @@ type traffic struct {
 	total int64
 }
 
+// share returns the part of the run's requests sent so far, in [0, 1].
 func (t *traffic) share() float64 {
 	if t == nil || t.total <= 0 {
 		return 0

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/httpbudget"
+	"github.com/timebudget/budget/wire"
 )
 
 // edge is the service the user calls. It runs a scenario's stages under one
@@ -30,8 +32,9 @@ type edge struct {
 type edgeStage struct {
 	name  string
 	rungs []edgeRung
-	// ladder runs the rungs in the admission pattern when there are several:
-	// it declines a rung that cannot finish while keeping time for the last.
+	// ladder holds the rungs when there are several; the admission pattern
+	// runs it: it declines a rung that cannot finish while keeping time for
+	// the last.
 	ladder *budget.Ladder[string]
 }
 
@@ -44,6 +47,7 @@ type edgeRung struct {
 	op   *budget.Op
 }
 
+// call makes one attempt of the rung: the hop, or the cache's local work.
 func (r edgeRung) call(ctx context.Context) error {
 	if r.hop != nil {
 		return r.hop.call(ctx)
@@ -66,19 +70,21 @@ type edgeAnswer struct {
 	Error  string `json:"error,omitempty"`
 }
 
+// ServeHTTP runs the scenario's stages one after another under the edge's
+// pattern and answers with the rung of the last stage that answered, or
+// with the stage that failed and why: 504 with Budget-Expired when time ran
+// out or the stage was refused, 502 when a dependency failed.
 func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	idx, _ := strconv.Atoi(r.URL.Query().Get("i"))
 	ctx := r.Context()
-	if e.pat.budgetAware {
+	if l := budget.LedgerFrom(ctx); l != nil {
 		// The edge's inbound policy started the budget on arrival.
-		defer e.keepLedger(idx, budget.LedgerFrom(ctx))
+		defer e.keepLedger(idx, l)
 	}
-	if e.pat.admission {
-		ctx = budget.WithReserve(ctx, e.reserve)
-	}
+	ctx = e.pat.spend.request(ctx, e)
 	var ans edgeAnswer
 	for _, st := range e.stages {
-		rung, err := e.runStage(ctx, st)
+		rung, err := e.pat.spend.stage(ctx, e, st)
 		if err != nil {
 			ans = edgeAnswer{Stage: st.name, Reason: reasonOf(err), Error: err.Error()}
 			code := http.StatusGatewayTimeout
@@ -97,50 +103,8 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ans)
 }
 
-// runStage runs a stage's rungs in order until one answers. It returns the
-// name of the rung that answered or the last rung's error.
-func (e *edge) runStage(ctx context.Context, st edgeStage) (string, error) {
-	if st.ladder != nil {
-		name, _, err := st.ladder.Do(ctx)
-		return name, err
-	}
-	var err error
-	for _, rg := range st.rungs {
-		if err = e.runRung(ctx, rg); err == nil {
-			return rg.name, nil
-		}
-	}
-	return "", err
-}
-
-// runRung makes one attempt of a rung under the edge's pattern.
-func (e *edge) runRung(ctx context.Context, rg edgeRung) error {
-	switch {
-	case e.pat.perCall:
-		c, cancel := context.WithTimeout(ctx, e.perCall)
-		defer cancel()
-		return rg.call(c)
-	case e.pat.admission:
-		return rg.op.Do(ctx, rg.call)
-	case e.pat.budgetAware:
-		// A shared deadline and nothing more: each attempt gets all that is
-		// left, and is refused only when nothing is.
-		c, cancel, err := budget.Attempt(ctx, rg.op.Name, 0, 0)
-		if err != nil {
-			return err
-		}
-		defer cancel()
-		start := time.Now()
-		left, _ := budget.Remaining(ctx)
-		err = rg.call(c)
-		budget.Note(ctx, budget.Event{Kind: budget.EventAttempt, Stage: rg.op.Name, At: start,
-			Duration: time.Since(start), Remaining: left, Outcome: outcomeOf(err), Err: err})
-		return err
-	default:
-		return rg.call(ctx)
-	}
-}
-
+// keepLedger keeps request idx's ledger for the report and counts its
+// refusals by stage. It is called as each request ends, concurrently.
 func (e *edge) keepLedger(idx int, l *budget.Ledger) {
 	if l == nil {
 		return
@@ -168,6 +132,8 @@ func reasonOf(err error) string {
 	return "failed"
 }
 
+// outcomeOf names how an attempt of the shared-deadline pattern ended,
+// for the events it notes in the ledger itself.
 func outcomeOf(err error) budget.Outcome {
 	switch {
 	case err == nil:
@@ -180,8 +146,17 @@ func outcomeOf(err error) budget.Outcome {
 	return budget.OutcomeFailed
 }
 
+// writeJSON writes v as the JSON body of a response with status code.
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// edgeHTTP wraps the edge's handler with the policy of a service whose
+// latency is promised: whatever the client sends, every request starts a
+// fresh budget of b.
+func edgeHTTP(h http.Handler, b time.Duration) http.Handler {
+	return httpbudget.NewHandler(h, httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Default: b}),
+		httpbudget.WithStage("edge"))
 }

@@ -28,6 +28,7 @@ type fault struct {
 	after float64
 }
 
+// String renders the fault in --fault's syntax.
 func (f fault) String() string {
 	switch f.kind {
 	case faultSlow:
@@ -44,6 +45,22 @@ func (f fault) String() string {
 		return s
 	}
 	return "none"
+}
+
+// describe says in words what the fault does to a dependency, for the
+// report: the --fault syntax is explained only in --help otherwise.
+func (f fault) describe() string {
+	switch f.kind {
+	case faultSlow:
+		return "every call takes " + f.d.String()
+	case faultHang:
+		return "no call answers by itself: only the caller giving up or a deadline ends one"
+	case faultFail:
+		return "every call fails at once"
+	case faultSlowdown:
+		return fmt.Sprintf("normal until %.0f%% of the traffic was sent, then every call takes %s", 100*f.after, f.d)
+	}
+	return "no fault: typical latency, give or take 20%"
 }
 
 // defaultSlowdownAfter is the share of a run's requests sent before a slowdown
@@ -84,6 +101,8 @@ func parseFaults(s string) (map[string]fault, error) {
 	return out, nil
 }
 
+// parseFault parses one KIND of --fault: hang, fail, slow:DUR or
+// slowdown:DUR[@SHARE].
 func parseFault(spec string) (fault, error) {
 	kind, arg, hasArg := strings.Cut(spec, ":")
 	switch kind {

@@ -54,10 +54,11 @@ faults and sends the same traffic through four patterns, one after another:
 
 Scenarios: geo (resolve → retrieve → geometry, whose ladder is exact →
 simplified → cache), checkout (inventory → pricing → payment), and overload
-(a dependency slows from 50 ms to 5 s under a 200-worker service; goodput of
-the requests that do not touch it, with and without budgets). The overload
-case runs at a fifth of the seeds' times and its own fixed rate; --requests
-and --concurrency apply to geo and checkout.
+(a dependency slows under a 200-worker service; goodput of the requests
+that do not touch it, with and without budgets). The overload case runs at
+half its full-size times (the dependency slows from 25ms to 2.5s, the user
+waits 500ms) and at its own fixed rate; --requests and --concurrency apply
+to geo and checkout.
 
 It prints progress to stderr and a table to stdout, and writes report.html
 (self-contained, charts included) and report.json to --out.
@@ -135,6 +136,8 @@ func parseDemoFlags(args []string) (*demoConfig, error) {
 	return cfg, nil
 }
 
+// parseScenarios parses --scenario into scenario keys in their canonical
+// order, so a report lists them the same way however they were given.
 func parseScenarios(s string) ([]string, error) {
 	if strings.TrimSpace(s) == "all" {
 		return slices.Clone(scenarioKeys), nil

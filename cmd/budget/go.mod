@@ -4,12 +4,14 @@ go 1.26.0
 
 replace (
 	github.com/timebudget/budget => ../..
+	github.com/timebudget/budget/compare => ../../compare
 	github.com/timebudget/budget/grpcbudget => ../../grpcbudget
 )
 
 require (
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/timebudget/budget v0.0.0
+	github.com/timebudget/budget/compare v0.0.0
 	github.com/timebudget/budget/grpcbudget v0.0.0
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.6

@@ -30,6 +30,7 @@ type httpHop struct {
 	url    string
 }
 
+// call makes one GET and returns nil on a 200 answer.
 func (h httpHop) call(ctx context.Context) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.url, nil)
 	if err != nil {
@@ -71,6 +72,8 @@ type statusError struct {
 	stage string // from a Budget-Expired header, when the server refused for lack of time
 }
 
+// Error says the status and, when the server refused for lack of time,
+// the stage it named.
 func (e *statusError) Error() string {
 	if e.stage != "" {
 		return fmt.Sprintf("HTTP %d: budget expired at %s", e.code, e.stage)
@@ -87,6 +90,7 @@ type grpcHop struct {
 
 const grpcMethod = "/budgetdemo.Dependency/Call"
 
+// call invokes the dependency's Call method once.
 func (h grpcHop) call(ctx context.Context) error {
 	out := new(wrapperspb.StringValue)
 	err := h.conn.Invoke(ctx, grpcMethod, wrapperspb.String("q"), out)
@@ -104,37 +108,4 @@ func (h grpcHop) call(ctx context.Context) error {
 		return fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
 	}
 	return err
-}
-
-// grpcServiceDesc registers a *dependency as the budgetdemo.Dependency service.
-var grpcServiceDesc = grpc.ServiceDesc{
-	ServiceName: "budgetdemo.Dependency",
-	HandlerType: (*any)(nil),
-	Methods:     []grpc.MethodDesc{{MethodName: "Call", Handler: grpcCallHandler}},
-	Metadata:    "budgetdemo",
-}
-
-func grpcCallHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
-	in := new(wrapperspb.StringValue)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	d := srv.(*dependency)
-	handler := func(ctx context.Context, _ any) (any, error) {
-		if err := d.serve(ctx); err != nil {
-			return nil, grpcStatus(err)
-		}
-		return wrapperspb.String(d.name), nil
-	}
-	if interceptor == nil {
-		return handler(ctx, in)
-	}
-	return interceptor(ctx, in, &grpc.UnaryServerInfo{Server: srv, FullMethod: grpcMethod}, handler)
-}
-
-func grpcStatus(err error) error {
-	if errors.Is(err, errDependencyFailed) {
-		return status.Error(codes.Unavailable, err.Error())
-	}
-	return status.FromContextError(err).Err()
 }

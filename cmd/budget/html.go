@@ -2,46 +2,58 @@ package main
 
 import (
 	"bytes"
+	_ "embed" // the report's template
 	"encoding/base64"
+	"fmt"
 	"html/template"
+	"strconv"
+	"strings"
 )
+
+// reportHTML is the page's template. Every figure on the page is written by
+// the fig function, which tags it with the path of the same figure in
+// report.json (data-k) and how it is formatted (data-unit), so a test can
+// check that the page and report.json agree figure by figure.
+//
+//go:embed report.html.tmpl
+var reportHTML string
+
+var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"fig":    figure,
+	"path":   jsonPath,
+	"counts": counts,
+	"failed": failedAt,
+	"png": func(b []byte) template.URL {
+		return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b))
+	},
+}).Parse(reportHTML))
+
+// scenarioView is a scenario with its charts, in the order the page shows
+// them: how requests ended and what a failure cost first, then the wasted
+// work, then latency.
+type scenarioView struct {
+	scenarioReport
+	Charts []chart
+}
+
+// reportView is what the template renders.
+type reportView struct {
+	*report
+	Scenarios []scenarioView
+	Overload  *overloadReport
+	Overloads []chart
+	Ledgers   []chart
+	Requests  []ledgerReport
+	Colours   map[string]string
+}
 
 // renderHTML renders report.html: one self-contained file with inline CSS and
 // the charts embedded as PNG data URLs, so it opens offline and can be mailed
 // or attached to a ticket as it is.
 func renderHTML(rep *report) ([]byte, error) {
-	type scenarioView struct {
-		scenarioReport
-		Chart chart
-	}
-	view := struct {
-		*report
-		Scenarios []scenarioView
-		Overload  *overloadReport
-		Goodput   chart
-		Ledgers   []chart
-		Requests  []ledgerReport
-	}{report: rep, Overload: rep.Overload, Requests: rep.Ledgers}
-	for _, s := range rep.Scenarios {
-		c, err := latencyChart(s, rep.Config.BudgetMs)
-		if err != nil {
-			return nil, err
-		}
-		view.Scenarios = append(view.Scenarios, scenarioView{scenarioReport: s, Chart: c})
-	}
-	if rep.Overload != nil {
-		c, err := goodputChart(rep.Overload)
-		if err != nil {
-			return nil, err
-		}
-		view.Goodput = c
-	}
-	for _, l := range rep.Ledgers {
-		c, err := ledgerChart(l)
-		if err != nil {
-			return nil, err
-		}
-		view.Ledgers = append(view.Ledgers, c)
+	view, err := newReportView(rep)
+	if err != nil {
+		return nil, err
 	}
 	var buf bytes.Buffer
 	if err := reportTemplate.Execute(&buf, view); err != nil {
@@ -50,101 +62,110 @@ func renderHTML(rep *report) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"ms":     fmtMs,
-	"pct":    pct,
-	"counts": counts,
-	"failed": failedAt,
-	"dur":    msDur,
-	"mulPct": func(x float64) float64 { return 100 * x },
-	"png": func(b []byte) template.URL {
-		return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b))
-	},
-}).Parse(`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>budget demo report</title>
-<style>
-body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d2733; margin: 2rem auto; max-width: 1100px; padding: 0 1rem; }
-h1 { font-size: 1.6rem; margin-bottom: .2rem; }
-h2 { font-size: 1.25rem; margin-top: 2.2rem; border-bottom: 1px solid #d5dde6; padding-bottom: .2rem; }
-.sub { color: #556; margin-top: 0; }
-table { border-collapse: collapse; margin: .8rem 0 1.2rem; font-size: 13.5px; width: 100%; }
-th, td { border-bottom: 1px solid #e3e8ee; padding: .3rem .5rem; text-align: right; vertical-align: top; }
-th { background: #f3f6f9; font-weight: 600; }
-td.l, th.l { text-align: left; }
-tr.budget td { background: #f4fbf4; }
-img.chart { display: block; max-width: 100%; height: auto; margin: .6rem 0; border: 1px solid #e3e8ee; }
-pre { background: #f6f8fa; padding: .8rem; overflow-x: auto; font-size: 12.5px; }
-ul.notes li { margin: .3rem 0; }
-.deps { font-size: 13.5px; color: #334; }
-</style>
-</head>
-<body>
-<h1>budget demo</h1>
-<p class="sub">Budget {{dur .Config.BudgetMs}} · {{.Config.Requests}} requests per pattern, {{.Config.Concurrency}} at a time · faults: {{.Config.Fault}} · run took {{printf "%.1f" .Config.WallSeconds}} s · {{.GeneratedAt}}</p>
-<p>Real services on 127.0.0.1, the same traffic and the same faults for each pattern: per-call timeouts, one shared deadline, a shared deadline with admission, and no timeout at all.</p>
-{{range .Scenarios}}
-<section class="scenario" id="scenario-{{.Name}}">
-<h2>{{.Name}}: {{.Title}}</h2>
-<p class="deps">Dependencies: {{range $i, $d := .Dependencies}}{{if $i}}; {{end}}<b>{{$d.Name}}</b> ({{$d.Protocol}}, typically {{ms $d.TypMs}}, {{if $d.Cascade}}stops when its caller leaves{{else}}stops only at a deadline handed over{{end}}{{if ne $d.Fault "none"}}, fault: {{$d.Fault}}{{end}}){{end}}.
-Per-call timeout {{ms .PerCallTimeoutMs}}: {{.PerCallRule}}.</p>
-<img class="chart" src="{{png .Chart.PNG}}" alt="{{.Chart.Alt}}" title="{{.Chart.Title}}">
-<table class="patterns">
-<thead><tr><th class="l">pattern</th><th>p50</th><th>p99</th><th>max</th><th>in budget</th><th>late</th><th>failed</th><th class="l">answered by</th><th class="l">refused before starting</th><th class="l">failed at</th><th>wasted work</th></tr></thead>
-<tbody>
-{{range .Patterns}}<tr data-pattern="{{.Key}}">
-<td class="l" title="{{.About}}">{{.Name}}</td><td>{{ms .LatencyMs.P50}}</td><td>{{ms .LatencyMs.P99}}</td><td>{{ms .LatencyMs.Max}}</td>
-<td>{{pct .AnsweredRatio}}</td><td>{{pct .LateRatio}}</td><td>{{pct .FailedRatio}}</td>
-<td class="l">{{counts .Rungs}}</td><td class="l">{{counts .RefusalsByStage}}</td><td class="l">{{failed .}}</td><td>{{ms .WastedWorkMs}}</td>
-</tr>
-{{end}}</tbody>
-</table>
-</section>
-{{end}}
-{{with .Overload}}
-<section id="overload">
-<h2>overload: a slow dependency under a {{.Workers}}-worker service</h2>
-<p>The dependency slows from {{ms .DependencyFromMs}} to {{ms .DependencyToMs}} (the seeds' 50 ms → 5 s at {{printf "%.1f" .Scale}}×) while {{printf "%.0f" .RatePerSecond}} requests/s arrive, {{printf "%.0f" (mulPct .SlowShare)}}% of them calling it. The user's budget is {{ms .BudgetMs}}; without budgets the caller's own timeout is {{ms .UpstreamTimeoutMs}} and the service's per-call timeout {{ms .PerCallTimeoutMs}}. Goodput: the other requests answered within the budget while the dependency was slow.</p>
-<img class="chart" src="{{png $.Goodput.PNG}}" alt="{{$.Goodput.Alt}}" title="{{$.Goodput.Title}}">
-<table class="overload">
-<thead><tr><th class="l">variant</th><th>goodput of other requests</th><th>p99 of other requests</th><th>slow ones answered</th><th>worker time after the user left</th><th>refused before starting</th><th class="l">how the dependency is called</th></tr></thead>
-<tbody>
-{{range .Variants}}<tr data-variant="{{.Key}}"><td class="l">{{.Name}}</td><td>{{pct .Goodput}}</td><td>{{ms .OtherP99Ms}}</td><td>{{pct .SlowAnsweredRatio}}</td><td>{{printf "%.1f" .WorkerSecondsLate}} s</td><td>{{.RefusedBeforeStarting}}</td><td class="l">{{.About}}</td></tr>
-{{end}}</tbody>
-</table>
-<p>Goodput with budgets <b>{{pct .Goodput.WithBudgets}}</b>, without <b>{{pct .Goodput.WithoutBudgets}}</b> (the best variant without a budget).</p>
-</section>
-{{end}}
-{{if .Ledgers}}
-<section id="ledger">
-<h2>where one request's budget went</h2>
-<p>The spend ledger of single requests of the admission pattern, as the edge recorded it.</p>
-{{range $i, $c := .Ledgers}}<img class="chart" src="{{png $c.PNG}}" alt="{{$c.Alt}}" title="{{$c.Title}}">
-{{end}}
-{{range .Requests}}<p><b>{{.Scenario}}, request {{.Request}}</b>: {{.Label}}</p>
-<pre>{{.Text}}</pre>
-{{end}}
-</section>
-{{end}}
-<h2>how to read this</h2>
-<ul class="notes">
-{{range .Notes}}<li>{{.}}</li>
-{{end}}</ul>
-<script>
-// Record how large each chart was drawn, for automated checks of the page.
-window.addEventListener('load', function () {
-  document.querySelectorAll('img.chart').forEach(function (img) {
-    var r = img.getBoundingClientRect();
-    img.dataset.renderedWidth = Math.round(r.width);
-    img.dataset.renderedHeight = Math.round(r.height);
-    img.dataset.natural = img.naturalWidth + 'x' + img.naturalHeight;
-  });
-  document.body.dataset.rendered = 'yes';
-});
-</script>
-</body>
-</html>
-`))
+// newReportView draws every chart of the report.
+func newReportView(rep *report) (*reportView, error) {
+	view := &reportView{report: rep, Overload: rep.Overload, Requests: rep.Ledgers, Colours: map[string]string{
+		"in": hexColour(colourInBudget), "late": hexColour(colourLate), "failed": hexColour(colourFailed),
+	}}
+	for _, s := range rep.Scenarios {
+		sv := scenarioView{scenarioReport: s}
+		for _, draw := range []func() (chart, error){
+			func() (chart, error) { return outcomeChart(s) },
+			func() (chart, error) {
+				return failureCostChart(s, rep.Config.BudgetMs, rep.Config.SafetyLimitMs)
+			},
+			func() (chart, error) { return wastedChart(s) },
+			func() (chart, error) { return latencyChart(s, rep.Config.BudgetMs) },
+		} {
+			c, err := draw()
+			if err != nil {
+				return nil, fmt.Errorf("scenario %s: %w", s.Name, err)
+			}
+			sv.Charts = append(sv.Charts, c)
+		}
+		view.Scenarios = append(view.Scenarios, sv)
+	}
+	if rep.Overload != nil {
+		for _, draw := range []func(*overloadReport) (chart, error){goodputChart, heldLateChart} {
+			c, err := draw(rep.Overload)
+			if err != nil {
+				return nil, fmt.Errorf("overload: %w", err)
+			}
+			view.Overloads = append(view.Overloads, c)
+		}
+	}
+	for _, l := range rep.Ledgers {
+		c, err := ledgerChart(l)
+		if err != nil {
+			return nil, err
+		}
+		view.Ledgers = append(view.Ledgers, c)
+	}
+	return view, nil
+}
+
+// figure renders one figure of the report as a span tagged with its path in
+// report.json and its unit. The units, and how each is shown:
+//
+//	ms     milliseconds, as fmtMs shows them (12ms, 2.10s)
+//	dur    milliseconds, as a Go duration (300ms)
+//	pct    a ratio, as a percentage (84%)
+//	x      a factor (0.5×)
+//	s1     seconds with one decimal (351.3 s)
+//	int    a whole number
+func figure(path, unit string, v any) (template.HTML, error) {
+	text, err := formatFigure(unit, v)
+	if err != nil {
+		return "", fmt.Errorf("figure %s: %w", path, err)
+	}
+	return template.HTML(`<span class="fig" data-k="` + template.HTMLEscapeString(path) + `" data-unit="` + unit + `">` +
+		template.HTMLEscapeString(text) + `</span>`), nil
+}
+
+// formatFigure formats a figure of the given unit; the browser test uses it
+// to check the page against report.json.
+func formatFigure(unit string, v any) (string, error) {
+	var f float64
+	switch n := v.(type) {
+	case float64:
+		f = n
+	case int:
+		f = float64(n)
+	case int64:
+		f = float64(n)
+	default:
+		return "", fmt.Errorf("a figure must be a number, not %T", v)
+	}
+	switch unit {
+	case "ms":
+		return fmtMs(f), nil
+	case "dur":
+		return msDur(f).String(), nil
+	case "pct":
+		return pct(f), nil
+	case "x":
+		return strconv.FormatFloat(f, 'f', 1, 64) + "×", nil
+	case "s1":
+		return strconv.FormatFloat(f, 'f', 1, 64) + " s", nil
+	case "int":
+		return strconv.FormatFloat(f, 'f', 0, 64), nil
+	}
+	return "", fmt.Errorf("unknown unit %q", unit)
+}
+
+// jsonPath joins the parts of a path into report.json: keys and indices,
+// separated by dots, such as scenarios.0.patterns.2.answered_ratio.
+func jsonPath(parts ...any) string {
+	s := make([]string, len(parts))
+	for i, p := range parts {
+		s[i] = fmt.Sprint(p)
+	}
+	return strings.Join(s, ".")
+}
+
+// hexColour renders a colour as CSS's #RRGGBB, so the page's legend shows
+// the charts' own colours.
+func hexColour(c interface{ RGBA() (r, g, b, a uint32) }) string {
+	r, g, b, _ := c.RGBA()
+	return fmt.Sprintf("#%02X%02X%02X", r>>8, g>>8, b>>8)
+}

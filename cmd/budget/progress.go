@@ -28,6 +28,8 @@ type progress struct {
 	width int
 }
 
+// newProgress returns a progress reporter writing to w for a run of parts
+// pattern runs.
 func newProgress(w io.Writer, parts int) *progress {
 	return &progress{w: w, tty: isTerminal(w), start: time.Now(), parts: parts}
 }

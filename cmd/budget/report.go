@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/budgettest"
 )
 
 // report holds every figure the demo measured. report.json is this value;
@@ -23,33 +24,54 @@ type report struct {
 	Ledgers []ledgerReport `json:"ledgers,omitempty"`
 }
 
+// reportConfig is what the run was asked to do, so a report can be
+// reproduced: the flags, and the load generator's own cut-off.
 type reportConfig struct {
-	BudgetMs      float64  `json:"budget_ms"`
-	Requests      int      `json:"requests"`
-	Concurrency   int      `json:"concurrency"`
-	Fault         string   `json:"fault"`
-	Scenarios     []string `json:"scenarios"`
-	SafetyLimitMs float64  `json:"safety_limit_ms"`
-	WallSeconds   float64  `json:"wall_s"`
+	// BudgetMs is the time a user waits for one request (--budget).
+	BudgetMs float64 `json:"budget_ms"`
+	// Requests and Concurrency are per pattern and scenario (--requests,
+	// --concurrency); the overload case has its own rate.
+	Requests    int `json:"requests"`
+	Concurrency int `json:"concurrency"`
+	// Fault is --fault as the demo understood it, in --fault's syntax.
+	Fault     string   `json:"fault"`
+	Scenarios []string `json:"scenarios"`
+	// SafetyLimitMs is when the load generator cuts a request off: only
+	// the no-timeout pattern reaches it, and its latencies are then this
+	// limit, not a measurement.
+	SafetyLimitMs float64 `json:"safety_limit_ms"`
+	// WallSeconds is how long the whole run took.
+	WallSeconds float64 `json:"wall_s"`
 }
 
+// scenarioReport is one scenario: its path, what it shows, its
+// dependencies and faults, and what each pattern measured on it.
 type scenarioReport struct {
 	Name             string          `json:"name"`
 	Title            string          `json:"title"`
+	Story            string          `json:"story"`
 	PerCallTimeoutMs float64         `json:"per_call_timeout_ms"`
 	PerCallRule      string          `json:"per_call_rule"`
 	Dependencies     []depReport     `json:"dependencies"`
 	Patterns         []patternReport `json:"patterns"`
 }
 
+// depReport is one dependency of a scenario as the run configured it.
 type depReport struct {
-	Name     string  `json:"name"`
-	Protocol string  `json:"protocol"`
-	TypMs    float64 `json:"typical_ms"`
-	Cascade  bool    `json:"stops_when_caller_leaves"`
-	Fault    string  `json:"fault"`
+	Name     string `json:"name"`
+	Protocol string `json:"protocol"` // HTTP or gRPC
+	// TypMs is its typical latency without a fault, give or take 20%.
+	TypMs float64 `json:"typical_ms"`
+	// Cascade says whether its work stops when its caller leaves; when it
+	// does not, only a deadline handed over with the work stops it early.
+	Cascade bool   `json:"stops_when_caller_leaves"`
+	Fault   string `json:"fault"`
+	// FaultMeans says in words what the fault did.
+	FaultMeans string `json:"fault_means"`
 }
 
+// latencyReport is the time to answer or fail, as the user saw it, in
+// milliseconds, by the nearest-rank method (budgettest.Quantile).
 type latencyReport struct {
 	P50 float64 `json:"p50"`
 	P99 float64 `json:"p99"`
@@ -75,6 +97,9 @@ type patternReport struct {
 	LateRatio     float64 `json:"answered_late_ratio"`
 	FailedRatio   float64 `json:"failed_ratio"`
 	CutOff        int     `json:"cut_off"`
+	// FailureCostMs is the median time a failed request took to fail, as
+	// the user saw it: what an honest failure costs. Zero when none failed.
+	FailureCostMs float64 `json:"failure_cost_ms"`
 	// Rungs counts which rung of the last stage gave each answer.
 	Rungs map[string]int `json:"rungs"`
 	// RefusalsByStage counts attempts refused before they started.
@@ -91,6 +116,9 @@ type patternReport struct {
 	WallSeconds              float64            `json:"wall_s"`
 }
 
+// overloadReport is the overload case: its configuration (times already
+// scaled by Scale) and what each variant measured while the dependency was
+// slow.
 type overloadReport struct {
 	Scale             float64 `json:"time_scale"`
 	Workers           int     `json:"workers"`
@@ -117,6 +145,10 @@ type goodputReport struct {
 	ByVariant      map[string]float64 `json:"by_variant"`
 }
 
+// overloadVariantReport is what one overload variant measured: the goodput
+// and p99 of the requests that never call the slow dependency, and the cost
+// of the ones that do (worker time held after their user had left, work the
+// dependency did for nobody, calls refused before they started).
 type overloadVariantReport struct {
 	Name                  string  `json:"name"`
 	Key                   string  `json:"key"`
@@ -131,6 +163,8 @@ type overloadVariantReport struct {
 	SlowRequests          int     `json:"slow_requests"`
 }
 
+// ledgerReport is one request's spend ledger: its JSON and text as the root
+// package renders them, and its events for the charts and the terminal.
 type ledgerReport struct {
 	Scenario string          `json:"scenario"`
 	Request  int             `json:"request"`
@@ -139,6 +173,7 @@ type ledgerReport struct {
 	Text     string          `json:"text"`
 	events   []budget.Event
 	budget   time.Duration
+	start    time.Time
 }
 
 // scenarioRuns is what the patterns measured on one scenario.
@@ -147,6 +182,10 @@ type scenarioRuns struct {
 	runs []*patternRun
 }
 
+// newPatternReport turns one pattern's run into its figures: outcome shares
+// against the budget, the latency quantiles, what a failure cost, the rungs
+// that answered, refusals and failures by stage, and the wasted work the
+// dependencies measured.
 func newPatternReport(cfg *demoConfig, r *patternRun) patternReport {
 	p := patternReport{
 		Name: r.pattern.name, Key: r.pattern.key, About: r.pattern.about,
@@ -156,6 +195,7 @@ func newPatternReport(cfg *demoConfig, r *patternRun) patternReport {
 		DependencyCalls: map[string]int64{}, WallSeconds: round3(r.wall.Seconds()),
 	}
 	lat := make([]time.Duration, 0, len(r.outcomes))
+	var failLat []time.Duration
 	var answered, late, failed int
 	for _, o := range r.outcomes {
 		lat = append(lat, o.latency)
@@ -169,6 +209,7 @@ func newPatternReport(cfg *demoConfig, r *patternRun) patternReport {
 			late++
 		default:
 			failed++
+			failLat = append(failLat, o.latency)
 			p.FailuresByStage[o.stage]++
 			p.FailureReasons[o.reason]++
 			if o.reason == cutOff {
@@ -176,7 +217,8 @@ func newPatternReport(cfg *demoConfig, r *patternRun) patternReport {
 			}
 		}
 	}
-	p.LatencyMs = latencyReport{P50: ms(quantile(lat, 0.5)), P99: ms(quantile(lat, 0.99)), Max: ms(quantile(lat, 1))}
+	p.LatencyMs = latencyReport{P50: ms(budgettest.Quantile(lat, 0.5)), P99: ms(budgettest.Quantile(lat, 0.99)), Max: ms(budgettest.Quantile(lat, 1))}
+	p.FailureCostMs = ms(budgettest.Quantile(failLat, 0.5))
 	p.AnsweredRatio = round3(ratio(answered, len(lat)))
 	p.LateRatio = round3(ratio(late, len(lat)))
 	p.FailedRatio = round3(ratio(failed, len(lat)))
@@ -191,6 +233,9 @@ func newPatternReport(cfg *demoConfig, r *patternRun) patternReport {
 	return p
 }
 
+// newOverloadReport turns the overload variants' runs into their figures;
+// "without budgets" is the best variant without one, so the budget is
+// compared with careful code and failsafe-go, not only with the bug.
 func newOverloadReport(cfg overloadConfig, runs []*overloadRun) *overloadReport {
 	o := &overloadReport{
 		Scale: cfg.scale, Workers: cfg.workers, RatePerSecond: cfg.rate, SlowShare: cfg.slowShare,
@@ -221,7 +266,7 @@ func newOverloadReport(cfg overloadConfig, runs []*overloadRun) *overloadReport 
 func sampleLedgers(all []scenarioRuns) []ledgerReport {
 	for _, sr := range all {
 		for _, r := range sr.runs {
-			if !r.pattern.admission || len(r.ledgers) == 0 {
+			if _, ok := r.pattern.spend.(admission); !ok || len(r.ledgers) == 0 {
 				continue
 			}
 			idx := slices.Sorted(maps.Keys(r.ledgers))
@@ -243,7 +288,7 @@ func sampleLedgers(all []scenarioRuns) []ledgerReport {
 					continue
 				}
 				out = append(out, ledgerReport{Scenario: sr.sc.key, Request: p.i, Label: p.label,
-					Ledger: raw, Text: l.String(), events: l.Events(), budget: l.Budget()})
+					Ledger: raw, Text: l.String(), events: l.Events(), budget: l.Budget(), start: l.Start()})
 			}
 			return out
 		}

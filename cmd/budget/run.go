@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/timebudget/budget"
@@ -35,93 +34,32 @@ type depMeasure struct {
 
 // runPattern starts a scenario's dependencies and edge on loopback, sends the
 // configured traffic through them under one pattern, stops everything and
-// returns what was measured.
-func runPattern(ctx context.Context, cfg *demoConfig, sc *scenario, pat pattern, prog *progress) (_ *patternRun, err error) {
+// returns what was measured: setup (startDependencies, newEdge), drive
+// (load) and measure (measurePattern).
+func runPattern(ctx context.Context, cfg *demoConfig, sc *scenario, pat pattern, prog *progress) (*patternRun, error) {
+	var servers serverStack
+	defer servers.closeAll()
+	w := wiring{budgetAware: pat.spend.budgetAware()}
 	tr := &traffic{total: int64(cfg.requests)}
-	var servers []server
-	defer func() {
-		for _, s := range slices.Backward(servers) {
-			s.close()
-		}
-	}()
+	deps, err := startDependencies(sc, cfg.faults, tr, w, &servers)
+	if err != nil {
+		return nil, err
+	}
 	transport := newHTTPTransport()
-	defer transport.CloseIdleConnections()
-	w := wiring{budgetAware: pat.budgetAware}
-
-	deps := map[string]*dependency{}
-	urls := map[string]string{}
-	conns := map[string]*grpc.ClientConn{}
-	for _, ds := range sc.deps {
-		d := newDependency(ds.name, ds.base, ds.cascade, cfg.faults[ds.name], tr)
-		deps[ds.name] = d
-		switch ds.proto {
-		case overHTTP:
-			s, err := startDependencyHTTP(d, ds.paths)
-			if err != nil {
-				return nil, err
-			}
-			servers = append(servers, s)
-			urls[ds.name] = s.url
-		case overGRPC:
-			s, err := startDependencyGRPC(d)
-			if err != nil {
-				return nil, err
-			}
-			servers = append(servers, s)
-			conn, err := grpc.NewClient(s.addr, w.grpcDialOptions()...)
-			if err != nil {
-				return nil, err
-			}
-			servers = append(servers, closer(func() { _ = conn.Close() }))
-			conns[ds.name] = conn
-		}
-	}
-
-	e := &edge{
-		pat: pat, perCall: sc.perCall(cfg.budget), reserve: answerReserve(cfg.budget),
-		ledgers: map[int]*budget.Ledger{}, refusals: map[string]int{},
-	}
-	for _, ss := range sc.stages {
-		st := edgeStage{name: ss.name}
-		for _, rs := range ss.rungs {
-			name := rs.name
-			if len(ss.rungs) > 1 {
-				name = ss.name + "." + rs.name
-			}
-			rg := edgeRung{name: rs.name, op: &budget.Op{Name: name, Prior: rs.base, MinSamples: opMinSamples,
-				Estimator: budget.Estimator{Window: opWindow}}}
-			switch {
-			case rs.dep == "":
-				rg.op = cacheOp(name)
-			case urls[rs.dep] != "":
-				rg.hop = httpHop{client: w.httpClient(transport, name), url: urls[rs.dep] + rs.path}
-			case conns[rs.dep] != nil:
-				rg.hop = grpcHop{conn: conns[rs.dep]}
-			default:
-				return nil, fmt.Errorf("scenario %s: rung %s calls unknown dependency %q", sc.key, name, rs.dep)
-			}
-			st.rungs = append(st.rungs, rg)
-		}
-		if pat.admission && len(st.rungs) > 1 {
-			st.ladder = new(budget.Ladder[string])
-			for _, rg := range st.rungs {
-				st.ladder.Rungs = append(st.ladder.Rungs, budget.Rung[string]{
-					Op: rg.op,
-					Fn: func(ctx context.Context) (string, error) { return rg.name, rg.call(ctx) },
-				})
-			}
-		}
-		e.stages = append(e.stages, st)
+	servers.push(closer(transport.CloseIdleConnections))
+	e, err := newEdge(sc, pat, cfg.budget, deps, w, transport)
+	if err != nil {
+		return nil, err
 	}
 	var eh http.Handler = e
-	if pat.budgetAware {
+	if w.budgetAware {
 		eh = edgeHTTP(e, cfg.budget)
 	}
 	es, err := startHTTP(eh)
 	if err != nil {
 		return nil, err
 	}
-	servers = append(servers, es)
+	servers.push(es)
 
 	userTransport := newHTTPTransport()
 	defer userTransport.CloseIdleConnections()
@@ -132,25 +70,121 @@ func runPattern(ctx context.Context, cfg *demoConfig, sc *scenario, pat pattern,
 	wall := time.Since(start)
 
 	// Stop everything now: work still running is measured up to this moment.
-	for _, s := range slices.Backward(servers) {
-		s.close()
-	}
-	servers = nil
+	servers.closeAll()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	return measurePattern(pat, e, deps, outs, wall), nil
+}
+
+// runningDeps are a scenario's dependencies, started on loopback, with the
+// address the edge reaches each at.
+type runningDeps struct {
+	order []*dependency               // in the scenario's order
+	urls  map[string]string           // HTTP dependencies: name → base URL
+	conns map[string]*grpc.ClientConn // gRPC dependencies: name → channel
+}
+
+// startDependencies starts every dependency of sc with its fault, each
+// served over its protocol, and pushes what must be stopped onto servers.
+func startDependencies(sc *scenario, faults map[string]fault, tr *traffic, w wiring, servers *serverStack) (*runningDeps, error) {
+	deps := &runningDeps{urls: map[string]string{}, conns: map[string]*grpc.ClientConn{}}
+	for _, ds := range sc.deps {
+		d := newDependency(ds.name, ds.base, ds.cascade, faults[ds.name], tr)
+		d.proto = ds.proto
+		deps.order = append(deps.order, d)
+		switch ds.proto {
+		case overHTTP:
+			s, err := startDependencyHTTP(d, ds.paths)
+			if err != nil {
+				return nil, err
+			}
+			servers.push(s)
+			deps.urls[ds.name] = s.url
+		case overGRPC:
+			s, err := startDependencyGRPC(d)
+			if err != nil {
+				return nil, err
+			}
+			servers.push(s)
+			conn, err := grpc.NewClient(s.addr, w.grpcDialOptions()...)
+			if err != nil {
+				return nil, err
+			}
+			servers.push(closer(func() { _ = conn.Close() }))
+			deps.conns[ds.name] = conn
+		}
+	}
+	return deps, nil
+}
+
+// newEdge builds the edge of sc under pat: one Op per rung, measured in
+// every pattern, and a ladder for each stage with several rungs.
+func newEdge(sc *scenario, pat pattern, b time.Duration, deps *runningDeps, w wiring, transport *http.Transport) (*edge, error) {
+	e := &edge{
+		pat: pat, perCall: sc.perCall(b), reserve: answerReserve(b),
+		ledgers: map[int]*budget.Ledger{}, refusals: map[string]int{},
+	}
+	for _, ss := range sc.stages {
+		st := edgeStage{name: ss.name}
+		for _, rs := range ss.rungs {
+			rg, err := newRung(ss, rs, deps, w, transport)
+			if err != nil {
+				return nil, fmt.Errorf("scenario %s: %w", sc.key, err)
+			}
+			st.rungs = append(st.rungs, rg)
+		}
+		if len(st.rungs) > 1 {
+			st.ladder = new(budget.Ladder[string])
+			for _, rg := range st.rungs {
+				st.ladder.Rungs = append(st.ladder.Rungs, budget.Rung[string]{
+					Op: rg.op,
+					Fn: func(ctx context.Context) (string, error) { return rg.name, rg.call(ctx) },
+				})
+			}
+		}
+		e.stages = append(e.stages, st)
+	}
+	return e, nil
+}
+
+// newRung builds one rung of stage ss: a hop to its dependency over the
+// dependency's protocol, or the edge's cache when it names none.
+func newRung(ss stageSpec, rs rungSpec, deps *runningDeps, w wiring, transport *http.Transport) (edgeRung, error) {
+	name := rs.name
+	if len(ss.rungs) > 1 {
+		name = ss.name + "." + rs.name
+	}
+	rg := edgeRung{name: rs.name, op: &budget.Op{Name: name, Prior: rs.base, MinSamples: opMinSamples,
+		Estimator: budget.Estimator{Window: opWindow}}}
+	switch {
+	case rs.dep == "":
+		rg.op = cacheOp(name)
+	case deps.urls[rs.dep] != "":
+		rg.hop = httpHop{client: w.httpClient(transport, name), url: deps.urls[rs.dep] + rs.path}
+	case deps.conns[rs.dep] != nil:
+		rg.hop = grpcHop{conn: deps.conns[rs.dep]}
+	default:
+		return edgeRung{}, fmt.Errorf("rung %s calls unknown dependency %q", name, rs.dep)
+	}
+	return rg, nil
+}
+
+// measurePattern gathers what the edge, the dependencies and the load
+// generator measured of one run.
+func measurePattern(pat pattern, e *edge, deps *runningDeps, outs []outcome, wall time.Duration) *patternRun {
 	run := &patternRun{pattern: pat, outcomes: outs, wall: wall, refusals: e.refusals, ledgers: e.ledgers}
-	if pat.perCall {
+	if _, ok := pat.spend.(perCallTimeouts); ok {
 		run.perCall = e.perCall
 	}
-	for _, ds := range sc.deps {
-		d := deps[ds.name]
+	for _, d := range deps.order {
+		waste, wasteCalls := d.waste()
 		run.deps = append(run.deps, depMeasure{
-			name: ds.name, proto: ds.proto, cascade: ds.cascade, calls: d.calls.Load(),
-			waste: time.Duration(d.waste.total.Load()), wasteCalls: d.waste.calls.Load(),
+			name: d.name, proto: d.proto, cascade: d.cascade, calls: d.calls(),
+			waste: waste, wasteCalls: wasteCalls,
 		})
 	}
-	return run, nil
+	return run
 }
 
 // opMinSamples is how many measurements an Op needs before they replace its
@@ -181,8 +215,3 @@ func cacheOp(name string) *budget.Op {
 // answer: a tenth of the budget, at least 15 ms. The ladder keeps the cache
 // rung's own time on top of it.
 func answerReserve(b time.Duration) time.Duration { return max(b/10, 15*time.Millisecond) }
-
-// closer adapts a function to server.
-type closer func()
-
-func (c closer) close() { c() }

@@ -7,6 +7,8 @@ import "time"
 type scenario struct {
 	key   string
 	title string
+	// story says, for a reader of the report, what the scenario shows.
+	story string
 	deps  []depSpec
 	// stages run one after another; a stage with several rungs is a fallback
 	// ladder: the first rung that answers wins.
@@ -25,6 +27,7 @@ const (
 	overGRPC
 )
 
+// String names the protocol for the report.
 func (p protocol) String() string {
 	if p == overGRPC {
 		return "gRPC"
@@ -67,6 +70,9 @@ const cacheLatency = time.Millisecond
 var geoScenario = scenario{
 	key:   "geo",
 	title: "geospatial query: resolve → retrieve → geometry (exact → simplified → cache)",
+	story: "A cheap answer exists: the edge keeps a cache of earlier answers. When geometry hangs, the question is whether a pattern still has time left to use it. " +
+		"Per-call timeouts wait out their own timeout first and answer from the cache after the user has gone; a shared deadline spends everything on geometry and fails; " +
+		"admission declines the geometry rungs that cannot finish and answers from the cache in time.",
 	deps: []depSpec{
 		{name: "resolve", proto: overHTTP, base: 15 * time.Millisecond, cascade: true},
 		{name: "retrieve", proto: overGRPC, base: 25 * time.Millisecond, cascade: true},
@@ -82,16 +88,19 @@ var geoScenario = scenario{
 			{name: "cache", base: cacheLatency},
 		}},
 	},
-	// The seed's numbers: 2 s per hop against a 3 s budget.
+	// A common configuration: 2 s per hop against a 3 s budget.
 	perCall:     func(b time.Duration) time.Duration { return b * 2 / 3 },
-	perCallRule: "⅔ of the budget per hop (the seed's 2 s per hop for a 3 s budget)",
+	perCallRule: "⅔ of the budget per hop (as 2 s per hop for a 3 s budget)",
 }
 
-// checkoutScenario is the checkout path of the seeds: inventory, pricing and
+// checkoutScenario is a checkout path: inventory, pricing and
 // payment, each required.
 var checkoutScenario = scenario{
 	key:   "checkout",
 	title: "inventory → pricing → payment, each required",
+	story: "No cheap answer exists: every stage is required. Once payment is slow, no pattern can answer in time, so the question is what a failure costs. " +
+		"Budgets give the user an honest failure within the budget (admission even before calling payment, from its measured latency), " +
+		"and payment, which hands the work to an engine that sees only a deadline, stops at the budget instead of working on for nobody.",
 	deps: []depSpec{
 		{name: "inventory", proto: overHTTP, base: 20 * time.Millisecond, cascade: true},
 		{name: "pricing", proto: overGRPC, base: 30 * time.Millisecond, cascade: true},
@@ -102,9 +111,9 @@ var checkoutScenario = scenario{
 		{name: "pricing", rungs: []rungSpec{{name: "pricing", dep: "pricing", base: 30 * time.Millisecond}}},
 		{name: "payment", rungs: []rungSpec{{name: "payment", dep: "payment", path: "/", base: 60 * time.Millisecond}}},
 	},
-	// The seed's numbers: one second per hop for a one-second target.
+	// A common configuration: one second per hop for a one-second target.
 	perCall:     func(b time.Duration) time.Duration { return b },
-	perCallRule: "the whole budget per hop (the seed's 1 s per hop for a 1 s target)",
+	perCallRule: "the whole budget per hop (as 1 s per hop for a 1 s target)",
 }
 
 var scenarios = []*scenario{&geoScenario, &checkoutScenario}

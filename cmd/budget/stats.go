@@ -2,23 +2,10 @@ package main
 
 import (
 	"math"
-	"slices"
 	"time"
 )
 
-// quantile returns the q-quantile of ds by the nearest-rank method (the
-// smallest value at or above which a share q of the values lie), or zero when
-// ds is empty. It does not modify ds.
-func quantile(ds []time.Duration, q float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	rank := int(math.Ceil(q*float64(len(s)))) - 1
-	return s[min(max(rank, 0), len(s)-1)]
-}
-
+// ratio returns n/of, or zero when of is zero.
 func ratio(n, of int) float64 {
 	if of == 0 {
 		return 0

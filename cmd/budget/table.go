@@ -8,66 +8,170 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
+
+	"github.com/timebudget/budget"
 )
 
-// writeTable prints the measurements for a person to read at a glance.
+// termWidth is the width the terminal output fits in: every line writeTable
+// prints is at most this many runes, so the output reads in an 100-column
+// terminal without wrapping.
+const termWidth = 100
+
+// writeTable prints the measurements for a person to read at a glance: per
+// scenario a table of outcomes, costs and latency, then one wrapped line per
+// pattern saying which rung answered, what was refused and where requests
+// failed; the overload case; one request's ledger; and the notes.
 func writeTable(w io.Writer, rep *report) {
 	for _, s := range rep.Scenarios {
-		fmt.Fprintf(w, "\n%s: %s\n", s.Name, s.Title)
-		fmt.Fprintf(w, "  budget %s · per-call timeout %s · faults: %s · %d requests, %d at a time\n\n",
-			msDur(rep.Config.BudgetMs), msDur(s.PerCallTimeoutMs), scenarioFaults(s), rep.Config.Requests, rep.Config.Concurrency)
-		t := textTable{right: []bool{false, true, true, true, true, true, true, true, false, false, false}}
-		t.add("pattern", "p50", "p99", "max", "in budget", "late", "failed", "wasted work", "answered by", "refused before starting", "failed at")
-		for _, p := range s.Patterns {
-			t.add(p.Name, fmtMs(p.LatencyMs.P50), fmtMs(p.LatencyMs.P99), fmtMs(p.LatencyMs.Max),
-				pct(p.AnsweredRatio), pct(p.LateRatio), pct(p.FailedRatio), fmtMs(p.WastedWorkMs),
-				counts(p.Rungs), counts(p.RefusalsByStage), failedAt(p))
-		}
-		t.write(w)
+		writeScenario(w, rep, s)
 	}
 	if o := rep.Overload; o != nil {
-		fmt.Fprintf(w, "\noverload: a dependency slows from %s to %s under a %d-worker service (%.0f requests/s, %.0f%% of them call it)\n",
-			msDur(o.DependencyFromMs), msDur(o.DependencyToMs), o.Workers, o.RatePerSecond, 100*o.SlowShare)
-		fmt.Fprintf(w, "  the seeds' times at %.1f×: user's budget %s, caller's timeout %s, per-call timeout %s; measured while the dependency is slow\n\n",
-			o.Scale, msDur(o.BudgetMs), msDur(o.UpstreamTimeoutMs), msDur(o.PerCallTimeoutMs))
-		t := textTable{right: []bool{false, true, true, true, true, true}}
-		t.add("variant", "goodput of other requests", "their p99", "slow ones answered", "worker time after the user left", "refused before starting")
-		for _, v := range o.Variants {
-			t.add(v.Name, pct(v.Goodput), fmtMs(v.OtherP99Ms), pct(v.SlowAnsweredRatio),
-				fmt.Sprintf("%.1fs", v.WorkerSecondsLate), strconv.FormatInt(v.RefusedBeforeStarting, 10))
-		}
-		t.write(w)
-		fmt.Fprintf(w, "\n  goodput with budgets %s, without %s (the best variant without a budget)\n",
-			pct(o.Goodput.WithBudgets), pct(o.Goodput.WithoutBudgets))
+		writeOverload(w, o)
 	}
 	if len(rep.Ledgers) > 0 {
 		l := rep.Ledgers[len(rep.Ledgers)-1]
-		fmt.Fprintf(w, "\nwhere one request's budget went (%s, deadline + admission, request %d; %s):\n", l.Scenario, l.Request, l.Label)
-		for line := range strings.Lines(l.Text) {
-			fmt.Fprint(w, "  "+line)
-		}
+		fmt.Fprintf(w, "\n")
+		writeWrapped(w, fmt.Sprintf("where one request's budget went (%s, deadline + admission, request %d; %s):", l.Scenario, l.Request, l.Label), "", "  ")
+		writeLedger(w, l)
 	}
 	fmt.Fprintln(w)
 	for _, n := range rep.Notes {
-		fmt.Fprintf(w, "· %s\n", n)
+		writeWrapped(w, n, "· ", "  ")
 	}
 	fmt.Fprintln(w)
 }
 
-func scenarioFaults(s scenarioReport) string {
-	var parts []string
+// writeScenario prints one scenario: its configuration and faults, the
+// table of figures, and a wrapped line per pattern.
+func writeScenario(w io.Writer, rep *report, s scenarioReport) {
+	fmt.Fprintf(w, "\n%s: %s\n", s.Name, s.Title)
+	fmt.Fprintf(w, "  budget %s · per-call timeout %s · %d requests, %d at a time\n",
+		msDur(rep.Config.BudgetMs), msDur(s.PerCallTimeoutMs), rep.Config.Requests, rep.Config.Concurrency)
 	for _, d := range s.Dependencies {
 		if d.Fault != "none" {
-			parts = append(parts, d.Name+"="+d.Fault)
+			writeWrapped(w, fmt.Sprintf("fault %s=%s: %s", d.Name, d.Fault, d.FaultMeans), "  ", "    ")
 		}
 	}
-	if len(parts) == 0 {
-		return "none"
+	fmt.Fprintln(w)
+	t := textTable{right: []bool{false, true, true, true, true, true, true, true, true}}
+	t.add("pattern", "in budget", "late", "failed", "a failure took", "wasted work", "p50", "p99", "max")
+	for _, p := range s.Patterns {
+		cost := fmtMs(p.FailureCostMs)
+		switch {
+		case p.FailedRatio == 0:
+			cost = "—"
+		case failuresCutOffByDemo(p):
+			cost = "cut off"
+		}
+		t.add(p.Name, pct(p.AnsweredRatio), pct(p.LateRatio), pct(p.FailedRatio), cost, fmtMs(p.WastedWorkMs),
+			fmtMs(p.LatencyMs.P50), fmtMs(p.LatencyMs.P99), fmtMs(p.LatencyMs.Max))
 	}
-	return strings.Join(parts, ",")
+	t.write(w)
+	fmt.Fprintln(w)
+	for _, p := range s.Patterns {
+		var parts []string
+		if len(p.Rungs) > 0 {
+			parts = append(parts, "answered by "+counts(p.Rungs))
+		}
+		if len(p.RefusalsByStage) > 0 {
+			parts = append(parts, "refused before starting: "+counts(p.RefusalsByStage))
+		}
+		if len(p.FailuresByStage) > 0 {
+			parts = append(parts, "failed at "+failedAt(p))
+		}
+		if len(parts) > 0 {
+			writeWrapped(w, p.Name+": "+strings.Join(parts, "; "), "  ", "      ")
+		}
+	}
 }
 
+// writeOverload prints the overload case's table and what its columns mean.
+func writeOverload(w io.Writer, o *overloadReport) {
+	fmt.Fprintln(w)
+	writeWrapped(w, fmt.Sprintf("overload: a dependency slows from %s to %s under a %d-worker service (%.0f requests/s, %.0f%% of them call it)",
+		msDur(o.DependencyFromMs), msDur(o.DependencyToMs), o.Workers, o.RatePerSecond, 100*o.SlowShare), "", "  ")
+	writeWrapped(w, fmt.Sprintf("full-size times at %.1f×: user's budget %s, caller's timeout %s, per-call timeout %s; measured while the dependency is slow",
+		o.Scale, msDur(o.BudgetMs), msDur(o.UpstreamTimeoutMs), msDur(o.PerCallTimeoutMs)), "  ", "  ")
+	fmt.Fprintln(w)
+	t := textTable{right: []bool{false, true, true, true, true, true}}
+	t.add("variant", "goodput", "their p99", "slow answered", "worker time late", "refused")
+	for _, v := range o.Variants {
+		t.add(v.Name, pct(v.Goodput), fmtMs(v.OtherP99Ms), pct(v.SlowAnsweredRatio),
+			fmt.Sprintf("%.1fs", v.WorkerSecondsLate), strconv.FormatInt(v.RefusedBeforeStarting, 10))
+	}
+	t.write(w)
+	fmt.Fprintln(w)
+	writeWrapped(w, "goodput: the other requests, which never call the slow dependency, answered within the budget; "+
+		"worker time late: worker time held after the user had left; refused: calls to the slow dependency refused before they started", "  ", "  ")
+	fmt.Fprintf(w, "  goodput with budgets %s, without %s (the best variant without a budget)\n",
+		pct(o.Goodput.WithBudgets), pct(o.Goodput.WithoutBudgets))
+}
+
+// writeLedger prints one request's ledger, one line per event, with a bar
+// placing each timed event within the budget. It is narrower than the root
+// package's Ledger.String so that it fits in termWidth.
+func writeLedger(w io.Writer, l ledgerReport) {
+	const barW = 16
+	fmt.Fprintf(w, "  budget %s\n", fmtMs(ms(l.budget)))
+	// The outcome column is as wide as its widest word, so every bar starts
+	// in the same column.
+	outW, stageW := 0, 0
+	for _, ev := range l.events {
+		outW = max(outW, len(outcomeWord(ev.Outcome)))
+		stageW = max(stageW, len(ev.Stage))
+	}
+	for _, ev := range l.events {
+		off := ev.At.Sub(l.start)
+		line := fmt.Sprintf("  %7s  %-8s %-*s %6s  left %6s  %-*s", "+"+fmtMs(ms(off)), ev.Kind, stageW, ev.Stage,
+			durOrBlank(ev.Duration), fmtMs(ms(ev.Remaining)), outW, outcomeWord(ev.Outcome))
+		if ev.Duration > 0 && l.budget > 0 {
+			from := min(int(float64(barW)*float64(off)/float64(l.budget)), barW-1)
+			n := max(1, min(int(float64(barW)*float64(ev.Duration)/float64(l.budget)+0.5), barW-from))
+			line += " |" + strings.Repeat(" ", from) + strings.Repeat("█", n) + strings.Repeat(" ", barW-from-n) + "|"
+		}
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+	}
+}
+
+// durOrBlank formats a duration, or nothing for an instant event.
+func durOrBlank(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return fmtMs(ms(d))
+}
+
+// outcomeWord names an event's outcome, or nothing when it has none.
+func outcomeWord(o budget.Outcome) string {
+	if o == budget.OutcomeNone {
+		return ""
+	}
+	return o.String()
+}
+
+// writeWrapped writes text wrapped at word boundaries to fit termWidth: the
+// first line after first, the following ones after rest.
+func writeWrapped(w io.Writer, text, first, rest string) {
+	line, prefix := "", first
+	for word := range strings.FieldsSeq(text) {
+		if line != "" && utf8.RuneCountInString(prefix+line+" "+word) > termWidth {
+			fmt.Fprintln(w, prefix+line)
+			line, prefix = "", rest
+		}
+		if line == "" {
+			line = word
+		} else {
+			line += " " + word
+		}
+	}
+	if line != "" {
+		fmt.Fprintln(w, prefix+line)
+	}
+}
+
+// fmtMs formats milliseconds for a person: 0.5ms, 12ms, 1.50s, 295s.
 func fmtMs(v float64) string {
 	switch {
 	case v >= 10_000:
@@ -80,6 +184,7 @@ func fmtMs(v float64) string {
 	return fmt.Sprintf("%.1fms", v)
 }
 
+// pct formats a ratio as a whole percentage.
 func pct(r float64) string { return fmt.Sprintf("%.0f%%", 100*r) }
 
 // counts renders a map of counts, largest first, such as "cache 97, exact 23".
@@ -114,8 +219,10 @@ type textTable struct {
 	rows  [][]string
 }
 
+// add appends a row; its cells line up with the header's.
 func (t *textTable) add(cells ...string) { t.rows = append(t.rows, cells) }
 
+// write prints the rows, each column as wide as its widest cell.
 func (t *textTable) write(w io.Writer) {
 	widths := make([]int, len(t.right))
 	for _, r := range t.rows {

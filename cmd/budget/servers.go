@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
-
-	"google.golang.org/grpc"
 )
 
 // server is something the demo started on loopback and must stop.
@@ -32,6 +29,7 @@ type httpServer struct {
 	closing  bool
 }
 
+// startHTTP serves h over HTTP/1.1 on a loopback port.
 func startHTTP(h http.Handler) (*httpServer, error) { return startHTTPServer(h, false) }
 
 // startHTTPServer is startHTTP; with h2c it also accepts HTTP/2 without TLS,
@@ -104,80 +102,21 @@ func (s *httpServer) leave() {
 	s.mu.Unlock()
 }
 
-// depHTTPServer serves a dependency over HTTP: "/" does a call of the
-// dependency's typical latency, and each extra path a call of its own typical
-// latency on the same engine (so a fault hits every path).
-type depHTTPServer struct {
-	*httpServer
-	dep *dependency
-}
+// serverStack is what a run started and must stop, closed in reverse order.
+type serverStack []server
 
-func startDependencyHTTP(d *dependency, extra map[string]time.Duration) (*depHTTPServer, error) {
-	return startDependencyHTTPServer(d, extra, false)
-}
+// push adds srv to the things to stop.
+func (s *serverStack) push(srv server) { *s = append(*s, srv) }
 
-func startDependencyHTTPServer(d *dependency, extra map[string]time.Duration, h2c bool) (*depHTTPServer, error) {
-	mux := http.NewServeMux()
-	handle := func(base time.Duration) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if err := d.serveWork(r.Context(), base); err != nil {
-				code := http.StatusGatewayTimeout
-				switch {
-				case errors.Is(err, errDependencyFailed):
-					code = http.StatusServiceUnavailable
-				case errors.Is(err, context.DeadlineExceeded):
-					// The work stopped at the deadline the caller sent: say
-					// the budget is spent, so no client layer retries.
-					w.Header().Set("Budget-Expired", d.name)
-				}
-				http.Error(w, err.Error(), code)
-				return
-			}
-			_, _ = w.Write([]byte("ok\n"))
-		})
+// closeAll closes everything pushed, last first, once.
+func (s *serverStack) closeAll() {
+	for _, srv := range slices.Backward(*s) {
+		srv.close()
 	}
-	mux.Handle("/", handle(d.base))
-	for path, base := range extra {
-		mux.Handle(path, handle(base))
-	}
-	s, err := startHTTPServer(serverHTTP(mux, d.name), h2c)
-	if err != nil {
-		return nil, err
-	}
-	return &depHTTPServer{httpServer: s, dep: d}, nil
+	*s = nil
 }
 
-func (s *depHTTPServer) close() {
-	s.httpServer.close()
-	s.dep.close()
-}
+// closer adapts a function to server.
+type closer func()
 
-// depGRPCServer serves a dependency over gRPC.
-type depGRPCServer struct {
-	srv  *grpc.Server
-	addr string
-	dep  *dependency
-	done chan struct{}
-}
-
-func startDependencyGRPC(d *dependency) (*depGRPCServer, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	opts := append([]grpc.ServerOption{grpc.WaitForHandlers(true)}, serverGRPCOptions(d.name)...)
-	srv := grpc.NewServer(opts...)
-	srv.RegisterService(&grpcServiceDesc, d)
-	s := &depGRPCServer{srv: srv, addr: ln.Addr().String(), dep: d, done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		_ = srv.Serve(ln)
-	}()
-	return s, nil
-}
-
-func (s *depGRPCServer) close() {
-	s.srv.Stop()
-	<-s.done
-	s.dep.close()
-}
+func (c closer) close() { c() }

@@ -4,9 +4,14 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/timebudget/budget/grpcbudget"
+	"github.com/timebudget/budget/httpbudget"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
+
+// This file says how the edge's calls leave it: the clients and transports
+// of each pattern.
 
 // wiring says how the edge's calls travel in one pattern. Patterns without a
 // budget use the transports as most code does today: a plain http.Client and
@@ -57,4 +62,20 @@ func newH2CTransport() *http.Transport {
 	t.Protocols = new(http.Protocols)
 	t.Protocols.SetUnencryptedHTTP2(true)
 	return t
+}
+
+// budgetTransport returns a RoundTripper that sends the time left before the
+// request context's deadline (Request-Timeout-Ms and Request-Deadline) and
+// refuses locally, without a network call, when nothing useful is left.
+// stage names the hop in refusals and the ledger.
+func budgetTransport(base http.RoundTripper, stage string) http.RoundTripper {
+	return httpbudget.NewTransport(base, httpbudget.WithClientStage(stage))
+}
+
+// budgetGRPCClientOptions returns the dial options that make a gRPC channel
+// budget-aware: a call with too little time left is refused locally, and an
+// expiry matches context.DeadlineExceeded. grpc-go itself sends the time
+// left as grpc-timeout.
+func budgetGRPCClientOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithUnaryInterceptor(grpcbudget.UnaryClientInterceptor())}
 }

@@ -1,0 +1,227 @@
+// Command service is a product service built with budget: a public HTTP edge
+// that gives every request 300 ms, a pricing service over HTTP, an inventory
+// service over gRPC and a product table in PostgreSQL, each behind its own
+// Op, with a cache rung the ladder keeps time for. It starts everything on
+// loopback, sends three requests and prints what each got.
+//
+//	DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable go run .
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/grpcbudget"
+	"github.com/timebudget/budget/httpbudget"
+	"github.com/timebudget/budget/wire"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+)
+
+// One Op per dependency: it measures the calls and admits one only when it
+// can finish in the time left. The database gets at most 100 ms of it (Cap),
+// and Expired tells its Op that PostgreSQL's statement_timeout (SQLSTATE
+// 57014) is a timeout, not a failure.
+var (
+	pricingOp   = &budget.Op{Name: "pricing", Prior: 20 * time.Millisecond}
+	inventoryOp = &budget.Op{Name: "inventory", Prior: 20 * time.Millisecond}
+	productOp   = &budget.Op{Name: "product.db", Prior: 50 * time.Millisecond, Cap: 100 * time.Millisecond, Expired: isQueryCanceled}
+	cacheOp     = &budget.Op{Name: "product.cache", Prior: 5 * time.Millisecond}
+)
+
+func isQueryCanceled(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "57014"
+}
+
+type service struct {
+	db         *pgxpool.Pool
+	pricing    *http.Client // sends the time left on every request
+	pricingURL string
+	inventory  healthpb.HealthClient // grpc-go sends the time left as grpc-timeout
+	cache      sync.Map              // product id → name
+}
+
+// ServeHTTP answers GET /product?id=…: the name from PostgreSQL (or from the
+// cache when the database cannot answer in time), the stock from inventory
+// and the price from pricing, all within the one budget the edge started.
+func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, q := r.Context(), r.URL.Query()
+	id := q.Get("id")
+	ladder := budget.Ladder[string]{Rungs: []budget.Rung[string]{
+		{Op: productOp, Fn: func(ctx context.Context) (string, error) { return s.productName(ctx, id, q.Get("db")) }},
+		{Op: cacheOp, Fn: func(context.Context) (string, error) { return s.cached(id) }},
+	}}
+	err := inventoryOp.Do(ctx, func(ctx context.Context) error {
+		_, err := s.inventory.Check(ctx, &healthpb.HealthCheckRequest{Service: id})
+		return err
+	})
+	var price, name string
+	if err == nil {
+		err = pricingOp.Do(ctx, func(ctx context.Context) (err error) {
+			price, err = s.price(ctx, id, q.Get("pricing"))
+			return err
+		})
+	}
+	var res budget.LadderResult
+	if err == nil {
+		name, res, err = ladder.Do(ctx)
+	}
+	if err != nil { // 504 when the budget is spent, wherever that was found out
+		http.Error(w, err.Error(), httpbudget.StatusOf(err))
+		return
+	}
+	fmt.Fprintf(w, "%s at %s (name from %s)\n", name, price, ladder.Rungs[res.Answered].Op.Name)
+}
+
+// productName reads the product's name in a transaction whose statements
+// PostgreSQL itself stops when the budget runs out: SET LOCAL
+// statement_timeout from the time left, so the server does not go on with a
+// query nobody waits for. (budget's pgx module will do this for you.)
+func (s *service) productName(ctx context.Context, id, delay string) (string, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if left, ok := budget.Remaining(ctx); ok {
+		ms := max(left.Milliseconds(), 1)
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", ms)); err != nil {
+			return "", err
+		}
+	}
+	var name string
+	err = tx.QueryRow(ctx, "SELECT name FROM budget_example_products, pg_sleep($2::float8) WHERE id = $1",
+		id, map[string]float64{"slow": 2}[delay]).Scan(&name)
+	if err != nil {
+		return "", err
+	}
+	s.cache.Store(id, name)
+	return name, tx.Commit(ctx)
+}
+
+func (s *service) cached(id string) (string, error) {
+	if name, ok := s.cache.Load(id); ok {
+		return name.(string), nil
+	}
+	return "", errors.New("product not in the cache")
+}
+
+func (s *service) price(ctx context.Context, id, delay string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.pricingURL+"?id="+id+"&delay="+delay, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := s.pricing.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("pricing: %s", resp.Status)
+	}
+	return string(body), err
+}
+
+// pricingHandler is the pricing service: with no options NewHandler trusts
+// the budget headers a caller sends, applies the strictest, and sets no
+// deadline on a request that sends none.
+func pricingHandler(w http.ResponseWriter, r *http.Request) {
+	wait := map[string]time.Duration{"slow": 2 * time.Second}[r.URL.Query().Get("delay")] + 5*time.Millisecond
+	select {
+	case <-time.After(wait):
+		fmt.Fprint(w, "12.50 EUR")
+	case <-r.Context().Done(): // the caller's budget is spent: say so, so it does not retry
+		w.Header().Set("Budget-Expired", "pricing")
+		http.Error(w, r.Context().Err().Error(), httpbudget.StatusOf(r.Context().Err()))
+	}
+}
+
+// inventoryServer is the inventory service over gRPC, with the standard
+// health API standing in for a generated one; errors map to codes in one
+// place, grpcbudget.CodeOf.
+type inventoryServer struct {
+	healthpb.UnimplementedHealthServer
+}
+
+func (inventoryServer) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	select {
+	case <-time.After(3 * time.Millisecond):
+		return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+	case <-ctx.Done():
+		return nil, status.Error(grpcbudget.CodeOf(ctx, ctx.Err()), ctx.Err().Error())
+	}
+}
+
+func main() {
+	ctx := context.Background()
+	db, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(ctx, `CREATE TABLE IF NOT EXISTS budget_example_products (id text PRIMARY KEY, name text NOT NULL);
+		INSERT INTO budget_example_products VALUES ('1', 'widget') ON CONFLICT DO NOTHING`); err != nil {
+		log.Fatal(err)
+	}
+
+	// Pricing over HTTP and inventory over gRPC, each trusting its callers' deadlines.
+	pricingURL := serve(httpbudget.NewHandler(http.HandlerFunc(pricingHandler))) + "/price"
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	gs := grpc.NewServer(grpc.UnaryInterceptor(grpcbudget.UnaryServerInterceptor(grpcbudget.WithPolicy(&wire.Policy{Max: time.Second}))))
+	healthpb.RegisterHealthServer(gs, inventoryServer{})
+	go func() { _ = gs.Serve(lis) }()
+	defer gs.Stop()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithUnaryInterceptor(grpcbudget.UnaryClientInterceptor()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close()
+
+	// The public edge trusts no client's deadline: every request gets 300 ms,
+	// and nothing a client sends can raise it above 1 s.
+	edge := httpbudget.NewMiddleware(
+		httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Default: 300 * time.Millisecond, Max: time.Second}),
+		httpbudget.WithStage("edge"))
+	svc := &service{db: db, pricingURL: pricingURL, inventory: healthpb.NewHealthClient(conn),
+		pricing: &http.Client{Transport: httpbudget.NewTransport(http.DefaultTransport, httpbudget.WithClientStage("pricing"))}}
+	url := serve(edge(svc)) + "/product?id=1"
+
+	for _, q := range []string{"", "&db=slow", "&pricing=slow"} {
+		resp, err := http.Get(url + q)
+		if err != nil {
+			log.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Printf("GET /product?id=1%s → %d %s", q, resp.StatusCode, body)
+	}
+}
+
+// serve serves h on a loopback port and returns its URL.
+func serve(h http.Handler) string {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	go func() { _ = http.Serve(lis, h) }()
+	return "http://" + lis.Addr().String()
+}
