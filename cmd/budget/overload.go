@@ -242,8 +242,7 @@ func setupOverload(cfg overloadConfig, v overloadVariant) (*overloadSetup, error
 		dep:      httpHop{client: w.httpClient(depTransport, "reviews"), url: ds.url},
 		failsafe: failsafeCfg.Executor(),
 	}
-	svc.op = &budget.Op{Name: "reviews", Prior: cfg.fast, Cap: cfg.perCall, MinSamples: opMinSamples,
-		Estimator: budget.Estimator{Window: opWindow},
+	svc.op = &budget.Op{Name: "reviews", Prior: cfg.fast, Cap: cfg.perCall,
 		Observer: budget.ObserverFunc(func(_ context.Context, ev budget.Event) {
 			if ev.Kind == budget.EventRefuse {
 				svc.refused.Add(1)

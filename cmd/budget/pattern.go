@@ -106,14 +106,22 @@ func (sharedDeadline) stage(ctx context.Context, _ *edge, st edgeStage) (string,
 
 // admission is the shared budget with knowledge of what each hop needs:
 // every hop is an Op admitted only when its measured latency fits what is
-// left, a stage with several rungs is a budget.Ladder that keeps time for
-// its cheap last rung, and a reserve is held back to write the answer.
+// left, a stage with several rungs is a budget.Ladder whose cheap last rung's
+// time is held back from the start of the request (budget.WithFallback with
+// the ladder's own Need, no hand-picked number), and a reserve is held back
+// to write the answer.
 type admission struct{}
 
 func (admission) budgetAware() bool { return true }
 
 func (admission) request(ctx context.Context, e *edge) context.Context {
-	return budget.WithReserve(ctx, e.reserve)
+	ctx = budget.WithReserve(ctx, e.reserve)
+	for _, st := range e.stages {
+		if st.ladder != nil {
+			ctx = budget.WithFallback(ctx, st.ladder.Need())
+		}
+	}
+	return ctx
 }
 
 func (admission) stage(ctx context.Context, _ *edge, st edgeStage) (string, error) {

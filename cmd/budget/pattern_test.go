@@ -50,8 +50,10 @@ func TestEachPatternSpendsTimeItsWay(t *testing.T) {
 		// which is refused (or finds the budget expired: the deadline and the
 		// refusal happen at the same instant).
 		{sharedDeadline{}, true, "", errNoTimeLeft, budgetD},
-		// The ladder keeps cachePlan for the cache: the hung rung gets the rest.
-		{admission{}, true, "cache", nil, budgetD - cachePlan + cacheLatency},
+		// The ladder keeps the cache's need (its prior, cachePlan, and a
+		// quarter for scheduling slack) for the cache: the hung rung gets the
+		// rest.
+		{admission{}, true, "cache", nil, budgetD - geoStage().ladder.Need() + cacheLatency},
 		// Nothing ends the hung rung but the caller giving up (at 300 ms).
 		{noTimeout{}, false, "", context.Canceled, 300 * time.Millisecond},
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
 	"net/http"
 	"time"
 
@@ -155,8 +154,9 @@ func newRung(ss stageSpec, rs rungSpec, deps *runningDeps, w wiring, transport *
 	if len(ss.rungs) > 1 {
 		name = ss.name + "." + rs.name
 	}
-	rg := edgeRung{name: rs.name, op: &budget.Op{Name: name, Prior: rs.base, MinSamples: opMinSamples,
-		Estimator: budget.Estimator{Window: opWindow}}}
+	// Each Op is configured as a user would: a name and the dependency's
+	// typical latency as its prior; everything else is the library's default.
+	rg := edgeRung{name: rs.name, op: &budget.Op{Name: name, Prior: rs.base}}
 	switch {
 	case rs.dep == "":
 		rg.op = cacheOp(name)
@@ -187,28 +187,15 @@ func measurePattern(pat pattern, e *edge, deps *runningDeps, outs []outcome, wal
 	return run
 }
 
-// opMinSamples is how many measurements an Op needs before they replace its
-// prior. Lower than the library's default so that the demo's short runs show
-// admission after it has learned, not only before.
-const opMinSamples = 10
-
-// opWindow is the length of each of the two rotating measurement windows of
-// the demo's Ops: the library's default of 10 s scaled down like the rest of
-// the demo's times, so that a dependency that slows down part-way through a
-// run of a few seconds is seen as slow within that run.
-const opWindow = time.Second
-
-// cachePlan is the time the ladder holds back for the cache rung: well over
-// the cache's latency, so that the rung before it can run until the hold
-// and the cache still has time to answer.
+// cachePlan is the cache rung's prior: its typical latency as a user would
+// write it down before measuring. Once the cache has measured itself, the
+// ladder holds back its measured p99 plus scheduling slack instead.
 const cachePlan = 10 * time.Millisecond
 
-// cacheOp returns the Op of the edge's cache rung. Its need is planned, not
-// measured (its Prior, with more samples required than a run takes): the
-// ladder holds that much back for it. As the last rung it is tried whenever
-// any time is left.
+// cacheOp returns the Op of the edge's cache rung, configured as a user
+// would. As the last rung it is tried whenever any time is left.
 func cacheOp(name string) *budget.Op {
-	return &budget.Op{Name: name, Prior: cachePlan, MinSamples: math.MaxInt}
+	return &budget.Op{Name: name, Prior: cachePlan}
 }
 
 // answerReserve is the time the admission pattern holds back to write the

@@ -65,6 +65,9 @@ func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		{Op: productOp, Fn: func(ctx context.Context) (string, error) { return s.productName(ctx, id, q.Get("db")) }},
 		{Op: cacheOp, Fn: func(context.Context) (string, error) { return s.cached(id) }},
 	}}
+	// The cache's time is held back from every stage before the ladder, so
+	// slow inventory or pricing calls cannot spend it.
+	ctx = budget.WithFallback(ctx, ladder.Need())
 	err := inventoryOp.Do(ctx, func(ctx context.Context) error {
 		_, err := s.inventory.Check(ctx, &healthpb.HealthCheckRequest{Service: id})
 		return err

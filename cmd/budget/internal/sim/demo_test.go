@@ -21,11 +21,18 @@ type demoRow struct {
 	simplifiedRefused int64
 }
 
-var demoLine = regexp.MustCompile(`^  (per-call timeouts|shared deadline|deadline \+ admission|no timeout)\s+(\S+)\s+(\S+)\s+\S+\s+(\d+)%\s+(\d+)%\s+(\d+)%\s+(\S+)\s+(.*)$`)
+// demoLine matches a row of the demo's table: pattern, in budget, late,
+// failed, what a failure took, wasted work, p50, p99, max.
+var demoLine = regexp.MustCompile(`^  (per-call timeouts|shared deadline|deadline \+ admission|no timeout)\s+(\d+)%\s+(\d+)%\s+(\d+)%\s+(—|cut off|\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)$`)
+
+// demoNotes matches the first line of a pattern's notes under the table
+// ("  deadline + admission: answered by cache 120; refused before starting:
+// …"), which may go on over indented lines.
+var demoNotes = regexp.MustCompile(`^  (per-call timeouts|shared deadline|deadline \+ admission|no timeout): (.*)$`)
 
 // readDemo reads the geo table of the demo's recorded output,
 // cmd/budget/testdata/demo-output.txt (a default run: 120 requests, 20 at a
-// time, faults geometry=hang).
+// time, faults geometry=hang), and the refusals noted under it.
 func readDemo(t *testing.T) map[string]demoRow {
 	t.Helper()
 	f, err := os.Open("../../testdata/demo-output.txt")
@@ -34,7 +41,8 @@ func readDemo(t *testing.T) map[string]demoRow {
 	}
 	defer f.Close()
 	rows := map[string]demoRow{}
-	inGeo := false
+	notes := map[string]string{}
+	inGeo, last := false, ""
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
@@ -43,18 +51,31 @@ func readDemo(t *testing.T) map[string]demoRow {
 		} else if strings.HasPrefix(line, "checkout:") {
 			break
 		}
-		m := demoLine.FindStringSubmatch(line)
-		if !inGeo || m == nil {
+		if !inGeo {
 			continue
 		}
-		r := demoRow{p50: dur(t, m[2]), p99: dur(t, m[3]), in: share(t, m[4]), late: share(t, m[5]), failed: share(t, m[6]), wasteS: dur(t, m[7]) / 1000}
-		if x := regexp.MustCompile(`geometry\.exact (\d+)`).FindStringSubmatch(m[8]); x != nil {
+		if m := demoLine.FindStringSubmatch(line); m != nil {
+			rows[m[1]] = demoRow{in: share(t, m[2]), late: share(t, m[3]), failed: share(t, m[4]),
+				wasteS: dur(t, m[6]) / 1000, p50: dur(t, m[7]), p99: dur(t, m[8])}
+			continue
+		}
+		if m := demoNotes.FindStringSubmatch(line); m != nil {
+			last = m[1]
+			notes[last] = m[2]
+		} else if last != "" && strings.HasPrefix(line, "      ") {
+			notes[last] += " " + strings.TrimSpace(line)
+		} else {
+			last = ""
+		}
+	}
+	for name, r := range rows {
+		if x := regexp.MustCompile(`geometry\.exact (\d+)`).FindStringSubmatch(notes[name]); x != nil {
 			r.exactRefused, _ = strconv.ParseInt(x[1], 10, 64)
 		}
-		if x := regexp.MustCompile(`geometry\.simplified (\d+)`).FindStringSubmatch(m[8]); x != nil {
+		if x := regexp.MustCompile(`geometry\.simplified (\d+)`).FindStringSubmatch(notes[name]); x != nil {
 			r.simplifiedRefused, _ = strconv.ParseInt(x[1], 10, 64)
 		}
-		rows[m[1]] = r
+		rows[name] = r
 	}
 	if len(rows) != 4 {
 		t.Fatalf("read %d rows of the demo's geo table, want 4", len(rows))
