@@ -40,6 +40,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	switch args[0] {
 	case "demo":
 		return demoMain(ctx, args[1:], stdout, stderr)
+	case "vet":
+		return vetMain(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -60,8 +62,10 @@ Commands:
 	demo    run services on loopback with injected faults and compare per-call
 	        timeouts, a shared deadline, a shared deadline with admission and
 	        no timeout; prints a table, writes report.html and report.json
+	vet     report code that loses, ignores or never sets a deadline
+	        (budget vet ./...)
 
-Run 'budget demo --help' for the demo's flags.
+Run 'budget demo --help' for the demo's flags, 'budget vet --help' for the checks.
 `
 
 // quietLog discards the HTTP servers' own error log: the demo cancels

@@ -1,0 +1,69 @@
+package withoutcancel
+
+import (
+	"context"
+	"time"
+
+	"github.com/timebudget/budget"
+)
+
+func audit(ctx context.Context) error { return nil }
+
+func unbounded(ctx context.Context) {
+	go audit(context.WithoutCancel(ctx)) // want `context.WithoutCancel result is never given a deadline of its own`
+}
+
+func stored(ctx context.Context) {
+	dctx := context.WithoutCancel(ctx) // want `context.WithoutCancel result is never given`
+	go audit(dctx)
+}
+
+func boundedOther(ctx context.Context) {
+	dctx := context.WithoutCancel(ctx) // want `context.WithoutCancel result is never given`
+	c, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	go audit(dctx)
+	_ = audit(c)
+}
+
+// Near misses: none of these is reported.
+
+func direct(ctx context.Context) {
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	go func() {
+		defer cancel()
+		_ = audit(c)
+	}()
+}
+
+func later(ctx context.Context) {
+	dctx := context.WithoutCancel(ctx)
+	c, cancel := context.WithDeadline(dctx, time.Now().Add(time.Second))
+	defer cancel()
+	_ = audit(c)
+}
+
+func detached(ctx context.Context) {
+	c, cancel := budget.Detach(context.WithoutCancel(ctx), "audit", time.Second)
+	defer cancel()
+	_ = audit(c)
+}
+
+func reassigned(ctx context.Context) {
+	c := context.WithoutCancel(ctx)
+	c, cancel := context.WithTimeoutCause(c, time.Second, nil)
+	defer cancel()
+	_ = audit(c)
+}
+
+type key struct{}
+
+func wrapped(ctx context.Context) {
+	c, cancel := context.WithDeadlineCause(context.WithValue(context.WithoutCancel(ctx), key{}, 1), time.Now(), nil)
+	defer cancel()
+	_ = audit(c)
+}
+
+func wrappedUnbounded(ctx context.Context) {
+	go audit(context.WithValue(context.WithoutCancel(ctx), key{}, 1)) // want `context.WithoutCancel result is never given`
+}

@@ -1,0 +1,90 @@
+package vet
+
+import (
+	"go/ast"
+	"go/types"
+
+	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/analysis/passes/inspect"
+	"golang.org/x/tools/go/ast/inspector"
+)
+
+// WithoutCancel reports a context.WithoutCancel result that is never given
+// a bound of its own, so the detached work can run forever.
+var WithoutCancel = &analysis.Analyzer{
+	Name: "withoutcancel",
+	Doc: `report context.WithoutCancel results that are never bounded again
+
+context.WithoutCancel(ctx) drops ctx's deadline and cancellation: right
+for work that must outlive the request (an audit write, a cache fill),
+wrong if nothing bounds it again. The result must reach
+context.WithTimeout, WithDeadline (or their Cause variants) or a budget
+function such as budget.Detach in the same function, directly or through
+the variable it is assigned to, also through context.WithValue wrappers;
+otherwise the call is reported.`,
+	Requires: []*analysis.Analyzer{inspect.Analyzer},
+	Run:      runWithoutCancel,
+}
+
+func runWithoutCancel(pass *analysis.Pass) (any, error) {
+	in := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
+	for cur := range in.Root().Preorder((*ast.CallExpr)(nil)) {
+		call := cur.Node().(*ast.CallExpr)
+		if !isCallTo(pass.TypesInfo, call, "context", "WithoutCancel") || boundedLater(pass.TypesInfo, cur) {
+			continue
+		}
+		pass.Reportf(call.Pos(), "context.WithoutCancel result is never given a deadline of its own: the detached work can run forever; bound it with context.WithTimeout or budget.Detach")
+	}
+	return nil, nil
+}
+
+// boundedLater reports whether the WithoutCancel call at cur is the parent
+// of a bounding call, directly or through the variable it is stored in.
+func boundedLater(info *types.Info, cur inspector.Cursor) bool {
+	c := cur
+	for {
+		p := c.Parent()
+		switch n := p.Node().(type) {
+		case *ast.ParenExpr:
+			c = p
+			continue
+		case *ast.CallExpr:
+			if len(n.Args) == 0 || n.Args[0] != c.Node() {
+				return false
+			}
+			if isCallTo(info, n, "context", "WithValue") {
+				c = p // a value on top keeps it unbounded: follow the wrapper
+				continue
+			}
+			return isBoundingCall(info, n)
+		case *ast.AssignStmt, *ast.ValueSpec:
+			h, ok := holderOf(info, c)
+			if !ok || h.obj == nil {
+				return false
+			}
+			return boundsVar(info, enclosingBody(cur), h.obj)
+		}
+		return false
+	}
+}
+
+// boundsVar reports whether body passes v as the parent of a bounding call.
+func boundsVar(info *types.Info, body *ast.BlockStmt, v types.Object) bool {
+	if body == nil {
+		return false
+	}
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if found || !ok {
+			return !found
+		}
+		if len(call.Args) > 0 && isBoundingCall(info, call) {
+			if id, ok := ast.Unparen(call.Args[0]).(*ast.Ident); ok && info.Uses[id] == v {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
