@@ -30,7 +30,7 @@ for a caller that has gone. Derive the time from the context instead
 or pass the time left). Not reported: the context package and the budget
 module, whose timeouts are clamped to the context's deadline; callees that
 take a context, which can clamp the same way; a net.Dialer whose
-DialContext is called in the function.`,
+DialContext is called in the function; test files.`,
 	Requires: []*analysis.Analyzer{inspect.Analyzer},
 	Run:      runConstTimeout,
 }
@@ -39,6 +39,9 @@ func runConstTimeout(pass *analysis.Pass) (any, error) {
 	in := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
 	filter := []ast.Node{(*ast.CallExpr)(nil), (*ast.CompositeLit)(nil), (*ast.AssignStmt)(nil)}
 	for cur := range in.Root().Preorder(filter...) {
+		if inTestFile(pass, cur.Node().Pos()) {
+			continue // tests wait for their own fixtures with fixed limits
+		}
 		src, ok := ctxInScope(pass.TypesInfo, cur)
 		if !ok {
 			continue

@@ -21,7 +21,12 @@ wrong if nothing bounds it again. The result must reach
 context.WithTimeout, WithDeadline (or their Cause variants) or a budget
 function such as budget.Detach in the same function, directly or through
 the variable it is assigned to, also through context.WithValue wrappers;
-otherwise the call is reported.`,
+otherwise the call is reported. A variable that elsewhere holds
+context.Background() or another plain context variable (rctx :=
+context.Background(); if req.ctx != nil { rctx =
+context.WithoutCancel(req.ctx) }) is not reported: the code treats the
+result as a stand-in for Background that keeps the request's values, and
+bounds the work some other way.`,
 	Requires: []*analysis.Analyzer{inspect.Analyzer},
 	Run:      runWithoutCancel,
 }
@@ -62,7 +67,8 @@ func boundedLater(info *types.Info, cur inspector.Cursor) bool {
 			if !ok || h.obj == nil {
 				return false
 			}
-			return boundsVar(info, enclosingBody(cur), h.obj)
+			body := enclosingBody(cur)
+			return boundsVar(info, body, h.obj) || fallbackSlot(info, body, h.obj)
 		}
 		return false
 	}
@@ -81,6 +87,38 @@ func boundsVar(info *types.Info, body *ast.BlockStmt, v types.Object) bool {
 		}
 		if len(call.Args) > 0 && isBoundingCall(info, call) {
 			if id, ok := ast.Unparen(call.Args[0]).(*ast.Ident); ok && info.Uses[id] == v {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// fallbackSlot reports whether body also assigns v a context that is not a
+// derivation: context.Background(), context.TODO(), or a plain variable or
+// field. WithoutCancel then stands in for that context, keeping values.
+func fallbackSlot(info *types.Info, body *ast.BlockStmt, v types.Object) bool {
+	if body == nil {
+		return false
+	}
+	plain := func(e ast.Expr) bool {
+		switch e := ast.Unparen(e).(type) {
+		case *ast.Ident, *ast.SelectorExpr:
+			return isContext(info.TypeOf(e))
+		case *ast.CallExpr:
+			return isCallTo(info, e, "context", "Background", "TODO")
+		}
+		return false
+	}
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		as, ok := n.(*ast.AssignStmt)
+		if found || !ok || len(as.Lhs) != len(as.Rhs) {
+			return !found
+		}
+		for i, l := range as.Lhs {
+			if id, ok := ast.Unparen(l).(*ast.Ident); ok && info.ObjectOf(id) == v && plain(as.Rhs[i]) {
 				found = true
 			}
 		}

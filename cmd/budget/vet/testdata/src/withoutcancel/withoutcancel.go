@@ -67,3 +67,23 @@ func wrapped(ctx context.Context) {
 func wrappedUnbounded(ctx context.Context) {
 	go audit(context.WithValue(context.WithoutCancel(ctx), key{}, 1)) // want `context.WithoutCancel result is never given`
 }
+
+type request struct{ ctx context.Context }
+
+// From go-redis: WithoutCancel as a stand-in for Background that keeps the
+// request's values; the work is bounded by connection timeouts elsewhere.
+func fallback(req request) {
+	rctx := context.Background()
+	if req.ctx != nil {
+		rctx = context.WithoutCancel(req.ctx)
+	}
+	_ = audit(rctx)
+}
+
+func fallbackVar(bg context.Context, req request) {
+	fctx := bg
+	if c := req.ctx; c != nil {
+		fctx = context.WithoutCancel(c)
+	}
+	_ = audit(fctx)
+}
