@@ -25,7 +25,8 @@ work runs on after the caller has gone. The suggested fix derives the
 deadline from the parameter (ctx, or r.Context()). Work meant to outlive
 the caller should say so with context.WithoutCancel(ctx) or budget.Detach.
 A function that has already waited for <-ctx.Done() (a shutdown path) is
-not reported.`,
+not reported, nor is a deferred function literal (cleanup that must run
+after the caller's context has ended).`,
 	Requires: []*analysis.Analyzer{inspect.Analyzer},
 	Run:      runBgDeadline,
 }
@@ -43,7 +44,7 @@ func runBgDeadline(pass *analysis.Pass) (any, error) {
 			continue
 		}
 		src, ok := ctxInScope(pass.TypesInfo, cur)
-		if !ok || waitedForDone(pass.TypesInfo, src, call.Pos()) {
+		if !ok || waitedForDone(pass.TypesInfo, src, call.Pos()) || inDeferred(cur) {
 			continue
 		}
 		fresh := "context." + callee(pass.TypesInfo, parent).Name() + "()"
@@ -102,6 +103,22 @@ func refersTo(info *types.Info, e ast.Expr, v *types.Var) bool {
 	case *ast.CallExpr:
 		if sel, ok := ast.Unparen(e.Fun).(*ast.SelectorExpr); ok && sel.Sel.Name == "Context" {
 			return refersTo(info, sel.X, v)
+		}
+	}
+	return false
+}
+
+// inDeferred reports whether cur lies in a function literal called by a
+// defer statement: cleanup that runs when the work is over, often because
+// the caller's context ended, and so needs a context of its own.
+func inDeferred(cur inspector.Cursor) bool {
+	for c := range cur.Enclosing((*ast.FuncLit)(nil)) {
+		call, ok := c.Parent().Node().(*ast.CallExpr)
+		if !ok || call.Fun != c.Node() {
+			continue
+		}
+		if _, ok := c.Parent().Parent().Node().(*ast.DeferStmt); ok {
+			return true
 		}
 	}
 	return false

@@ -16,8 +16,9 @@ var RetrySleep = &analysis.Analyzer{
 	Doc: `report sleeps in retry loops that never check the context
 
 Inside a function with a context.Context or *http.Request parameter, a
-for loop that calls something returning an error and tests an error (a
-retry or poll loop), and waits with time.Sleep, <-time.After(d),
+for loop that calls something returning an error and goes round again
+after a failure (continue, or an if err != nil that does not leave, or
+an if err == nil that does: a retry loop), and waits with time.Sleep, <-time.After(d),
 <-time.Tick(d) or <-t.C of a time.Timer or time.Ticker, is reported when
 nothing in the loop checks the context or a deadline: no ctx.Done(),
 ctx.Err(), ctx.Deadline(), context.Cause, time.Now/Since/Until or budget

@@ -92,3 +92,14 @@ func shutdownSelect(ctx context.Context, srv *http.Server, errc chan error) erro
 func plainBackground(ctx context.Context) error {
 	return call(context.Background())
 }
+
+// From slack-go's examples: cleanup in a deferred function needs a context
+// that outlives the caller's.
+func cleanup(ctx context.Context) (err error) {
+	defer func() {
+		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err = errors.Join(err, call(c))
+	}()
+	return call(ctx)
+}

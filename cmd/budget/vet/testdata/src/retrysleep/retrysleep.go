@@ -124,3 +124,24 @@ func outside(ctx context.Context) error {
 	time.Sleep(time.Second)
 	return call(ctx)
 }
+
+// From vault's RemountWithContext: a poll loop that leaves on every error;
+// the call fails as soon as ctx is done, so the loop ends with it.
+func pollState(ctx context.Context) error {
+	for {
+		err := call(ctx)
+		if err != nil {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func retryOnFailure(ctx context.Context) {
+	for {
+		if err := call(ctx); err != nil {
+			println(err.Error())
+		}
+		time.Sleep(time.Second) // want `time.Sleep in a retry loop`
+	}
+}
