@@ -18,8 +18,9 @@ var WithoutCancel = &analysis.Analyzer{
 context.WithoutCancel(ctx) drops ctx's deadline and cancellation: right
 for work that must outlive the request (an audit write, a cache fill),
 wrong if nothing bounds it again. The result must reach
-context.WithTimeout, WithDeadline (or their Cause variants) or a budget
-function such as budget.Detach in the same function, directly or through
+context.WithTimeout, WithDeadline (or their Cause variants), a budget
+function such as budget.Detach, or context.WithCancel (whose cancel
+function makes the lifetime explicit) in the same function, directly or through
 the variable it is assigned to, also through context.WithValue wrappers;
 otherwise the call is reported. A variable that elsewhere holds
 context.Background() or another plain context variable (rctx :=
@@ -61,7 +62,7 @@ func boundedLater(info *types.Info, cur inspector.Cursor) bool {
 				c = p // a value on top keeps it unbounded: follow the wrapper
 				continue
 			}
-			return isBoundingCall(info, n)
+			return bounds(info, n)
 		case *ast.AssignStmt, *ast.ValueSpec:
 			h, ok := holderOf(info, c)
 			if !ok || h.obj == nil {
@@ -72,6 +73,13 @@ func boundedLater(info *types.Info, cur inspector.Cursor) bool {
 		}
 		return false
 	}
+}
+
+// bounds reports whether call gives its first argument a deadline, or a
+// cancel function that puts its lifetime in the caller's hands
+// (context.WithCancel, WithCancelCause).
+func bounds(info *types.Info, call *ast.CallExpr) bool {
+	return isBoundingCall(info, call) || isCallTo(info, call, "context", "WithCancel", "WithCancelCause")
 }
 
 // boundsVar reports whether body passes v as the parent of a bounding call.
@@ -85,7 +93,7 @@ func boundsVar(info *types.Info, body *ast.BlockStmt, v types.Object) bool {
 		if found || !ok {
 			return !found
 		}
-		if len(call.Args) > 0 && isBoundingCall(info, call) {
+		if len(call.Args) > 0 && bounds(info, call) {
 			if id, ok := ast.Unparen(call.Args[0]).(*ast.Ident); ok && info.Uses[id] == v {
 				found = true
 			}

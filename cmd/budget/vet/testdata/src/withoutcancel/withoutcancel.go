@@ -87,3 +87,13 @@ func fallbackVar(bg context.Context, req request) {
 	}
 	_ = audit(fctx)
 }
+
+// From net/http's Transport: a dial detached from the request, ended by its
+// own cancel function.
+func cancelled(ctx context.Context) {
+	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		defer cancel()
+		_ = audit(dctx)
+	}()
+}
