@@ -17,14 +17,15 @@ var RetrySleep = &analysis.Analyzer{
 
 Inside a function with a context.Context or *http.Request parameter, a
 for loop that calls something returning an error and goes round again
-after a failure (continue, or an if err != nil that does not leave, or
-an if err == nil that does: a retry loop), and waits with time.Sleep, <-time.After(d),
-<-time.Tick(d) or <-t.C of a time.Timer or time.Ticker, is reported when
-nothing in the loop checks the context or a deadline: no ctx.Done(),
-ctx.Err(), ctx.Deadline(), context.Cause, time.Now/Since/Until or budget
-call. Such a loop sleeps and retries after the caller has given up. Wait
-in a select with <-ctx.Done() instead, or check ctx.Err() each attempt.
-Only the innermost loop around the wait is considered.`,
+after a failure (continue, an if err != nil that does not leave, or an
+if err == nil that does: a retry loop) and waits with time.Sleep,
+<-time.After(d), <-time.Tick(d) or <-t.C of a time.Timer or time.Ticker
+is reported when nothing in the loop checks the context or a deadline:
+no ctx.Done(), ctx.Err(), ctx.Deadline(), context.Cause,
+time.Now/Since/Until or budget call. Such a loop sleeps and retries
+after the caller has given up. Wait in a select with <-ctx.Done()
+instead, or check ctx.Err() each attempt. Only the innermost loop
+around the wait is considered.`,
 	Requires: []*analysis.Analyzer{inspect.Analyzer},
 	Run:      runRetrySleep,
 }

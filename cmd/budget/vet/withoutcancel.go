@@ -20,9 +20,9 @@ for work that must outlive the request (an audit write, a cache fill),
 wrong if nothing bounds it again. The result must reach
 context.WithTimeout, WithDeadline (or their Cause variants), a budget
 function such as budget.Detach, or context.WithCancel (whose cancel
-function makes the lifetime explicit) in the same function, directly or through
-the variable it is assigned to, also through context.WithValue wrappers;
-otherwise the call is reported. A variable that elsewhere holds
+function makes the lifetime explicit) in the same function, directly,
+through the variable it is assigned to, or through context.WithValue
+wrappers; otherwise the call is reported. A variable that elsewhere holds
 context.Background() or another plain context variable (rctx :=
 context.Background(); if req.ctx != nil { rctx =
 context.WithoutCancel(req.ctx) }) is not reported: the code treats the
