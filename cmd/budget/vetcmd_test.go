@@ -27,6 +27,7 @@ func TestVet(t *testing.T) {
 			stdout: []string{
 				"testdata/vet/bad/bad.go:12:15: context.WithTimeout derived from context.Background() although ctx is in scope: the caller's deadline and cancellation are lost; derive it from ctx (bgdeadline)",
 				"testdata/vet/bad/bad.go:23:9: http.ListenAndServe builds a server with no timeouts: a client that sends its headers slowly holds a connection forever; use an http.Server with ReadHeaderTimeout (httpserver)",
+				"testdata/vet/bad/bad_test.go:13:16: context.WithTimeout derived from context.TODO() although ctx is in scope",
 			},
 		},
 		{
