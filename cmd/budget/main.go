@@ -45,6 +45,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return auditMain(args[1:], stdout, stderr)
 	case "sim":
 		return simMain(args[1:], stdout, stderr)
+	case "vet":
+		return vetMain(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -69,8 +71,10 @@ Commands:
 	        other and the budget; one line per finding with a suggested value
 	sim     simulate a call graph declared in YAML in virtual time under the
 	        same four patterns; prints a table, writes report.html and .json
+	vet     report code that loses, ignores or never sets a deadline
+	        (budget vet ./...)
 
-Run 'budget demo --help' for the demo's flags; audit and sim take --help too.
+Run 'budget demo --help' for the demo's flags; audit, sim and vet take --help too.
 `
 
 // quietLog discards the HTTP servers' own error log: the demo cancels

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/timebudget/budget/cmd/budget/vet"
+)
+
+// vetMain runs budget vet: it loads the packages named by args, runs the
+// checks of package vet over them and prints one line per finding. It
+// returns 0 when nothing was found, 1 when something was, and 2 for a usage
+// error or packages that could not be loaded.
+func vetMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("budget vet", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	checks := fs.String("checks", "", "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, vetUsage())
+			return 0
+		}
+		fmt.Fprintf(stderr, "budget vet: %v\n\nRun 'budget vet --help' for usage.\n", err)
+		return 2
+	}
+	analyzers := vet.Analyzers
+	if *checks != "" {
+		var err error
+		if analyzers, err = vet.Lookup(strings.Split(*checks, ",")); err != nil {
+			fmt.Fprintf(stderr, "budget vet: --checks: %v\n", err)
+			return 2
+		}
+	}
+	findings, err := vet.Run(ctx, "", fs.Args(), analyzers)
+	if err != nil {
+		fmt.Fprintf(stderr, "budget vet: %v\n", err)
+		return 2
+	}
+	wd, _ := os.Getwd()
+	for _, f := range findings {
+		if rel, err := filepath.Rel(wd, f.Pos.Filename); err == nil && !strings.HasPrefix(rel, "..") {
+			f.Pos.Filename = rel
+		}
+		fmt.Fprintln(stdout, f)
+	}
+	if len(findings) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// vetUsage is budget vet's help: its flags, exit codes and every check's
+// documentation.
+func vetUsage() string {
+	var b strings.Builder
+	b.WriteString(`Usage: budget vet [--checks LIST] [packages]
+
+Reports code that loses, ignores or never sets a deadline. Packages are
+named as for go build and go vet (default: the package in the current
+directory); their test files are checked too. Each finding is printed on
+stdout as
+
+	file:line:col: message (check)
+
+Flags:
+
+	--checks LIST   run only these checks, comma-separated (default: all)
+
+Exit status: 0 when nothing was found, 1 when something was, 2 for a
+usage error or packages that do not load (a pattern matching nothing, a
+syntax or type error).
+
+The same checks run under go vet:
+
+	go install github.com/timebudget/budget/cmd/budget/cmd/budget-vet
+	go vet -vettool=$(which budget-vet) ./...
+	go vet -vettool=$(which budget-vet) -fix -diff ./...   # show the fixes
+
+Checks:
+`)
+	for _, a := range vet.Analyzers {
+		summary, rest, _ := strings.Cut(a.Doc, "\n")
+		fmt.Fprintf(&b, "\n%s: %s\n", a.Name, summary)
+		for _, line := range strings.Split(strings.TrimSpace(rest), "\n") {
+			if line == "" {
+				b.WriteString("\n")
+				continue
+			}
+			b.WriteString("\t" + line + "\n")
+		}
+	}
+	return b.String()
+}
