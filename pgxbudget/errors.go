@@ -25,6 +25,10 @@ import (
 // match context.DeadlineExceeded, which an Op recognizes without the hook.
 // IsTimeout is safe for concurrent use and does not allocate.
 func IsTimeout(err error) bool {
+	var be *budget.Error
+	if errors.As(err, &be) {
+		return be.Outcome == budget.OutcomeExpired
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
@@ -34,12 +38,12 @@ func IsTimeout(err error) bool {
 			return pe.Routine == "ProcessInterrupts"
 		}
 	}
-	var be *budget.Error
-	return errors.As(err, &be) && be.Outcome == budget.OutcomeExpired
+	return false
 }
 
 // expired maps err to what the caller should see: an expiry of stage when
-// the server stopped the statement for time or ctx's deadline has passed,
+// the server stopped the statement for time or ctx's deadline has passed, a
+// cancellation of stage (matching context.Canceled) when the caller gave up,
 // err itself otherwise.
 func expired(ctx context.Context, stage string, err error) error {
 	if err == nil {
@@ -49,10 +53,13 @@ func expired(ctx context.Context, stage string, err error) error {
 	if errors.As(err, &be) {
 		return err
 	}
-	if !IsTimeout(err) && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	e := &budget.Error{Stage: stage, Outcome: budget.OutcomeExpired, Err: err}
+	switch cerr := ctx.Err(); {
+	case errors.Is(cerr, context.Canceled):
+		e.Outcome = budget.OutcomeCanceled
+	case cerr == nil && !IsTimeout(err):
 		return err
 	}
-	e := &budget.Error{Stage: stage, Outcome: budget.OutcomeExpired, Err: err}
 	if left, ok := budget.Available(ctx); ok {
 		e.Remaining = left
 	}

@@ -125,7 +125,7 @@ func (p *Pool) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, er
 		r, err := c.Query(ctx, sql, args...)
 		if err != nil {
 			c.Release()
-			return nil, err
+			return nil, expired(ctx, p.cfg.stage, err)
 		}
 		return &rows{Rows: r, st: &stmt{conn: c, cfg: &p.cfg}, ctx: ctx}, nil
 	}
@@ -150,7 +150,8 @@ func (p *Pool) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comman
 	}
 	if ms == 0 {
 		defer c.Release()
-		return c.Exec(ctx, sql, args...)
+		tag, err := c.Exec(ctx, sql, args...)
+		return tag, expired(ctx, p.cfg.stage, err)
 	}
 	return p.stmt(c, ms).exec(ctx, sql, args)
 }

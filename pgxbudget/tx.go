@@ -50,7 +50,7 @@ func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, erro
 	if ms == 0 {
 		r, err := t.tx.Query(ctx, sql, args...)
 		if err != nil {
-			return nil, err
+			return nil, expired(ctx, t.cfg.stage, err)
 		}
 		return &rows{Rows: r, st: &stmt{cfg: t.cfg}, ctx: ctx}, nil
 	}
@@ -71,7 +71,8 @@ func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandT
 		return pgconn.CommandTag{}, err
 	}
 	if ms == 0 {
-		return t.tx.Exec(ctx, sql, args...)
+		tag, err := t.tx.Exec(ctx, sql, args...)
+		return tag, expired(ctx, t.cfg.stage, err)
 	}
 	return t.stmt(ms).exec(ctx, sql, args)
 }
