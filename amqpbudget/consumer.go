@@ -103,20 +103,20 @@ func (c *Consumer) Handle(parent context.Context, d amqp.Delivery) error {
 		dl.at = now.Add(c.Max)
 	}
 	if dl.ok && dl.at.Sub(now) <= max(c.Min, 0) {
-		c.expired.Add(1)
-		if c.OnExpired != nil {
-			c.OnExpired(d, now.Sub(dl.at))
-		}
-		if c.DeadLetter {
-			return d.Reject(false)
-		}
-		return d.Ack(false)
+		return c.drop(d, now, dl.at)
 	}
 	ctx, cancel := parent, context.CancelFunc(func() {})
 	if dl.ok {
 		ctx, cancel = budget.Config{Stage: c.stage()}.StartUntil(parent, dl.at)
 	}
 	defer cancel()
+	// Building the context took time; a message that ran out meanwhile is
+	// dropped too, so no handler starts on a message whose deadline passed.
+	// (The clock is read rather than ctx.Err, which turns only when the
+	// context's timer has fired, a little after the deadline.)
+	if t := time.Now(); dl.ok && !t.Before(dl.at) {
+		return c.drop(d, t, dl.at)
+	}
 	if !dl.sent.IsZero() {
 		budget.Note(ctx, budget.Event{Kind: budget.EventQueue, Stage: c.stage(), At: dl.sent,
 			Duration: max(now.Sub(dl.sent), 0), Remaining: dl.at.Sub(dl.sent), Outcome: budget.OutcomeOK})
@@ -128,6 +128,18 @@ func (c *Consumer) Handle(parent context.Context, d amqp.Delivery) error {
 			return errors.Join(err, rerr)
 		}
 		return err
+	}
+	return d.Ack(false)
+}
+
+// drop counts an expired message and acks or rejects it.
+func (c *Consumer) drop(d amqp.Delivery, now, deadline time.Time) error {
+	c.expired.Add(1)
+	if c.OnExpired != nil {
+		c.OnExpired(d, now.Sub(deadline))
+	}
+	if c.DeadLetter {
+		return d.Reject(false)
 	}
 	return d.Ack(false)
 }
