@@ -111,10 +111,15 @@ type cancelState struct {
 // HandleCancel is called by pgx, on a goroutine of its own, when the watched
 // context ends while a statement runs.
 func (h *canceler) HandleCancel(context.Context) {
-	_ = h.conn.Conn().SetDeadline(time.Now().Add(h.grace))
 	if h.armed.Load() {
+		// The server's own timeout has stopped the statement or is about to,
+		// and its answer is on its way: giving up on the connection before it
+		// arrives would only cost the connection. Wait longer for it (the
+		// grace plus a second); only a lost network hits this bound.
+		_ = h.conn.Conn().SetDeadline(time.Now().Add(h.grace + cancelWait))
 		return
 	}
+	_ = h.conn.Conn().SetDeadline(time.Now().Add(h.grace))
 	st := &cancelState{unwatched: make(chan struct{}), done: make(chan struct{})}
 	h.mu.Lock()
 	h.cur = st

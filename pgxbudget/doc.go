@@ -41,16 +41,25 @@
 //
 // pgx by default closes a connection whose context ends mid-statement, so
 // every timeout costs a new connection. [Configure] installs a context-watcher
-// handler that instead sends PostgreSQL a cancel request at once, waits a
-// short grace (100 ms by default) for the server to answer before closing the
-// connection, and returns the connection to the pool only after the cancel
-// request has settled (in the background, so the caller is not held up), so
-// a late cancel cannot hit the connection's next statement. pgx's own
-// CancelRequestContextWatcherHandler keeps the connection too, but it makes
-// the caller wait for that settling (100 ms past the deadline). Because the
-// server's own statement_timeout fires a reserve before the deadline, the
-// client-side cancel is the exception: it acts when the server was too slow
-// to answer.
+// handler that keeps it:
+//
+//   - For a statement whose budget the server enforces (statement_timeout was
+//     set), the server's answer is already coming, since its timer fired a
+//     reserve before the deadline: the handler sends nothing and waits for
+//     it, up to the grace (100 ms by default) plus one second before giving
+//     the connection up. A burst of late answers therefore never becomes a
+//     burst of cancel requests, each of which costs the server a new process.
+//   - For a statement without a server-side timeout (a context with no
+//     budget, or canceled by its caller), it sends PostgreSQL a cancel
+//     request after a short delay (the reserve, unless the answer came
+//     meanwhile), waits up to the grace for the answer, and returns the
+//     connection to the pool only once the cancel request has been
+//     acknowledged and has settled (in the background, so the caller is not
+//     held up), so a late cancel cannot hit the connection's next statement.
+//     A cancel request not acknowledged within a second closes the connection.
+//
+// pgx's own CancelRequestContextWatcherHandler keeps the connection too, but
+// it makes the caller wait for the settling (100 ms past the deadline).
 //
 // # Statements that cannot run in a transaction block
 //

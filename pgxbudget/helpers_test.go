@@ -77,14 +77,16 @@ func monitor(t testing.TB) *pgx.Conn {
 	return c
 }
 
-// activeSleeps counts the sessions named app running pg_sleep.
+// activeSleeps counts the sessions named app still sleeping in pg_sleep
+// (wait event PgSleep): a statement the server has stopped no longer counts,
+// even while its backend is still failing to answer a dead client.
 func activeSleeps(t testing.TB, mon *pgx.Conn, app string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var n int
 	err := mon.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-		WHERE application_name = $1 AND state = 'active' AND query LIKE '%pg_sleep%'`, app).Scan(&n)
+		WHERE application_name = $1 AND state = 'active' AND wait_event = 'PgSleep'`, app).Scan(&n)
 	if err != nil {
 		t.Fatalf("pg_stat_activity: %v", err)
 	}

@@ -63,7 +63,9 @@ func WithReserve(d time.Duration) Option {
 // millisecond, and a server that takes longer is probably unreachable, so
 // the connection is not worth keeping. A statement whose context ends returns
 // to its caller as soon as the server answers, or at the latest after the
-// grace.
+// grace. A statement whose budget the server enforces (statement_timeout was
+// set) waits the grace plus one second, since the server's answer is known
+// to be coming and the connection is worth keeping.
 func WithCancelGrace(d time.Duration) Option {
 	return option(func(c *config) {
 		if d > 0 {
