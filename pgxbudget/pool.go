@@ -160,7 +160,15 @@ func (p *Pool) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comman
 // pgxpool.Pool.SendBatch does; every statement of the batch shares the
 // budget (the timeout is per statement, each bounded by what was left when
 // the batch was sent). Close the results to return the connection.
+//
+// A batch begun with Batch.BeginTx is handed to pgxpool as it is, bounded by
+// the client-side deadline only: its transaction options cannot be carried
+// over behind the settings. Use [Pool.BeginTx] for a transaction with the
+// budget pushed down.
 func (p *Pool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if b != nil && beginsTx(b) && p.pool != nil {
+		return p.pool.SendBatch(ctx, b)
+	}
 	c, ms, err := p.acquire(ctx)
 	if err != nil {
 		return &batch{err: err}

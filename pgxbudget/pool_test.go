@@ -344,3 +344,26 @@ func TestOpLearnsFromServerTimeouts(t *testing.T) {
 		t.Errorf("censored samples = %d, want 3", d.Censored())
 	}
 }
+
+// TestBatchBeginTxKeepsItsTransaction sends a batch begun with
+// Batch.BeginTx: its transaction must survive the wrapper.
+func TestBatchBeginTxKeepsItsTransaction(t *testing.T) {
+	t.Parallel()
+	p, _ := newPool(t, 1)
+	ctx, cancel := budget.Start(context.Background(), 5*time.Second)
+	defer cancel()
+	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{})
+	b.Queue("SELECT 1")
+	br := p.SendBatch(ctx, b)
+	tx := br.Tx()
+	if err := br.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if tx == nil {
+		t.Fatal("Tx() = nil for a batch begun with BeginTx")
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package pgxbudget
 import (
 	"context"
 	"errors"
+	"reflect"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -85,7 +86,8 @@ func (st *stmt) sendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 		st.done()
 		return &batch{err: errors.New("pgxbudget: SendBatch was given a nil *pgx.Batch")}
 	}
-	if st.ms == 0 {
+	if st.ms == 0 || beginsTx(b) {
+		st.ms = 0 // nothing armed
 		return &batch{br: st.s.SendBatch(ctx, b), st: st, ctx: ctx}
 	}
 	nb := settings(st.ms, st.tx)
@@ -95,6 +97,14 @@ func (st *stmt) sendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 		return &batch{err: err}
 	}
 	return &batch{br: br, st: st, ctx: ctx}
+}
+
+// beginsTx reports whether b was begun with Batch.BeginTx, whose options
+// pgx keeps in an unexported field: such a batch cannot be copied behind the
+// settings without losing its transaction, so it is sent as it is.
+func beginsTx(b *pgx.Batch) bool {
+	f := reflect.ValueOf(b).Elem().FieldByName("txOptions")
+	return f.IsValid() && f.Kind() == reflect.Pointer && !f.IsNil()
 }
 
 func release(c *pgxpool.Conn) {
