@@ -1,6 +1,12 @@
 # make test: every guard and every module's tests (with -race), as CI runs them.
 # make bench: the benchmarks whose figures BENCHMARKS.md reports.
 SHELL := /bin/bash
+
+# The integration tests of pgxbudget, sqlbudget and amqpbudget run against
+# these servers (override them, or unset them to skip those tests outside CI).
+export BUDGET_TEST_POSTGRES ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
+export BUDGET_TEST_MYSQL ?= root@tcp(127.0.0.1:3306)/test
+export BUDGET_TEST_AMQP ?= amqp://guest:guest@127.0.0.1:5672/
 .SHELLFLAGS := -eu -o pipefail -c
 
 MODULES := $(shell find . -name go.mod -not -path './out/*' -printf '%h\n' | sort)

@@ -1,0 +1,65 @@
+package amqpbudget
+
+import (
+	"context"
+	"maps"
+	"strconv"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/wire"
+)
+
+// Stamp writes ctx's budget into msg: the Request-Timeout-Ms and
+// Request-Deadline headers, the timestamp (when msg has none) and the
+// expiration, all from the time ctx has available ([budget.Available]). An
+// expiration msg already has is kept when it is shorter. When ctx has no
+// deadline Stamp changes nothing and returns nil. When less than a
+// millisecond is left it changes nothing and returns the refusal (an error
+// matching [budget.ErrInsufficient], or context.DeadlineExceeded once the
+// deadline has passed), recorded in ctx's ledger as stage "amqp.publish":
+// the message must not be sent. Stamp allocates the header strings and, when
+// msg.Headers is nil, the table.
+func Stamp(ctx context.Context, msg *amqp.Publishing) error {
+	left, ok := budget.Available(ctx)
+	if !ok {
+		return nil
+	}
+	now := time.Now()
+	timeout, ok := wire.FormatRequestTimeout(left)
+	if !ok {
+		return budget.Refuse(ctx, "amqp.publish", now, left, time.Millisecond)
+	}
+	deadline, _ := wire.FormatRequestDeadline(now.Add(left))
+	if msg.Headers == nil {
+		msg.Headers = amqp.Table{}
+	}
+	msg.Headers[wire.HeaderRequestTimeout] = timeout
+	msg.Headers[wire.HeaderRequestDeadline] = deadline
+	if msg.Timestamp.IsZero() {
+		msg.Timestamp = now
+	}
+	if old, err := strconv.ParseInt(msg.Expiration, 10, 64); err != nil || old > left.Milliseconds() {
+		msg.Expiration = timeout // whole milliseconds, rounded down, never "0"
+	}
+	return nil
+}
+
+// Channel is the part of *amqp.Channel that [Publish] uses.
+type Channel interface {
+	PublishWithContext(ctx context.Context, exchange, key string, mandatory, immediate bool, msg amqp.Publishing) error
+}
+
+// Publish stamps msg with ctx's budget (see [Stamp]) and publishes it on ch,
+// as amqp.Channel.PublishWithContext does. A message with less than a
+// millisecond left is refused and not sent.
+func Publish(ctx context.Context, ch Channel, exchange, key string, mandatory, immediate bool, msg amqp.Publishing) error {
+	if msg.Headers != nil { // Stamp writes to the table: not to the caller's
+		msg.Headers = maps.Clone(msg.Headers)
+	}
+	if err := Stamp(ctx, &msg); err != nil {
+		return err
+	}
+	return ch.PublishWithContext(ctx, exchange, key, mandatory, immediate, msg)
+}

@@ -1,0 +1,70 @@
+// Package pgxbudget pushes a request's budget down into PostgreSQL through
+// pgx v5, so the server stops a statement when the caller's time runs out,
+// even if the caller's process has died.
+//
+// # Shape
+//
+// [Pool] wraps a *pgxpool.Pool and has pgx's own method set: Query, QueryRow,
+// Exec, SendBatch, Begin and BeginTx, returning pgx.Rows, pgx.Row,
+// pgx.BatchResults and a [Tx]. Code written against a pool (or against an
+// interface holding those methods) changes one constructor and nothing else.
+// A pgx QueryTracer or a ContextWatcherHandler alone was considered and
+// rejected: a tracer sees a statement but cannot put a setting in front of it
+// in the same round trip, and a handler only acts after the client's deadline,
+// which is too late for a client that has died.
+//
+// # What happens to each statement
+//
+//  1. Waiting for a pool connection counts against the budget and is recorded
+//     in the request's ledger as an [budget.EventQueue] named after the stage
+//     ("postgres" by default) with ".acquire" appended.
+//  2. The time left for the statement is the budget's available time
+//     ([budget.Available]) less a reserve for the answer to travel back
+//     (10 ms by default, never more than a fifth of what is available). When
+//     that is under one millisecond the statement is refused with an error
+//     matching [budget.ErrInsufficient] and never reaches the server.
+//  3. The statement is sent in one pipeline (a pgx.Batch, one Sync) behind
+//     SELECT set_config('statement_timeout', …, true) and the same for
+//     lock_timeout, so the server enforces the budget itself with no extra
+//     round trip. A pipeline with one Sync is one implicit transaction, so the
+//     settings end with it and never leak to the next user of the connection.
+//     Inside a [Tx] every statement refreshes the settings the same way, and
+//     the BEGIN sets idle_in_transaction_session_timeout too, so a client that
+//     dies in the middle of a transaction does not hold its locks for long.
+//  4. An error SQLSTATE 57014 (statement_timeout) or 55P03 from lock_timeout,
+//     or any error once the context's deadline has passed, is returned as a
+//     *[budget.Error] with [budget.OutcomeExpired] naming the stage, which
+//     matches context.DeadlineExceeded and wraps the *pgconn.PgError.
+//     [IsTimeout] classifies the same errors for a [budget.Op]'s Expired hook.
+//
+// # Client-side expiry keeps the connection
+//
+// pgx by default closes a connection whose context ends mid-statement, so
+// every timeout costs a new connection. [Configure] installs a context-watcher
+// handler that keeps it:
+//
+//   - For a statement whose budget the server enforces (statement_timeout was
+//     set), the server's answer is already coming, since its timer fired a
+//     reserve before the deadline: the handler sends nothing and waits for
+//     it, up to the grace (100 ms by default) plus one second before giving
+//     the connection up. A burst of late answers therefore never becomes a
+//     burst of cancel requests, each of which costs the server a new process.
+//   - For a statement without a server-side timeout (a context with no
+//     budget, or canceled by its caller), it sends PostgreSQL a cancel
+//     request after a short delay (the reserve, unless the answer came
+//     meanwhile), waits up to the grace for the answer, and returns the
+//     connection to the pool only once the cancel request has been
+//     acknowledged and has settled (in the background, so the caller is not
+//     held up), so a late cancel cannot hit the connection's next statement.
+//     A cancel request not acknowledged within a second closes the connection.
+//
+// pgx's own CancelRequestContextWatcherHandler keeps the connection too, but
+// it makes the caller wait for the settling (100 ms past the deadline).
+//
+// # Statements that cannot run in a transaction block
+//
+// Because the settings and the statement share one implicit transaction,
+// statements that refuse to run in a transaction block (CREATE INDEX
+// CONCURRENTLY, VACUUM, CREATE DATABASE) fail through [Pool]. Run them through
+// [Pool.Pool] with a context deadline instead.
+package pgxbudget

@@ -1,0 +1,152 @@
+package pgxbudget_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/pgxbudget"
+)
+
+// The killed-client test runs this test binary again as a client process:
+// with childEnv set, TestMain calls runChild instead of running tests.
+const (
+	childEnv   = "PGXBUDGET_TEST_CHILD" // the application_name to use
+	childCalls = "PGXBUDGET_TEST_CALLS"
+)
+
+// runChild opens its connections, says "ready", reads the deadline (Unix
+// nanoseconds) from stdin, starts the statements the parent watches, says
+// "started" and waits to be killed.
+func runChild() int {
+	app := os.Getenv(childEnv)
+	n, err1 := strconv.Atoi(os.Getenv(childCalls))
+	cfg, err2 := pgxpool.ParseConfig(os.Getenv(envPostgres))
+	if err1 != nil || err2 != nil {
+		fmt.Println("bad child environment:", err1, err2)
+		return 2
+	}
+	cfg.MaxConns = int32(n)
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	p, err := pgxbudget.New(context.Background(), cfg)
+	if err != nil {
+		fmt.Println("pool:", err)
+		return 2
+	}
+	conns := make([]*pgxpool.Conn, 0, n)
+	for range n {
+		c, err := p.Pool().Acquire(context.Background())
+		if err != nil {
+			fmt.Println("acquire:", err)
+			return 2
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Release()
+	}
+	fmt.Println("ready")
+	var ns int64
+	if _, err := fmt.Scanln(&ns); err != nil {
+		fmt.Println("deadline:", err)
+		return 2
+	}
+	ctx, cancel := budget.StartUntil(context.Background(), time.Unix(0, ns))
+	defer cancel()
+	for range n {
+		go func() { _, _ = p.Exec(ctx, "SELECT pg_sleep(5)") }()
+	}
+	fmt.Println("started")
+	select {}
+}
+
+// TestKilledClientServerStillStops starts statements with a budget in a
+// child process and kills it mid-statement: nobody is left to send a cancel,
+// yet the server stops every statement at its deadline, because the
+// deadline went to the server as statement_timeout. The statements must
+// still run after the kill (a closed socket does not stop them) and be gone
+// soon after the deadline.
+func TestKilledClientServerStillStops(t *testing.T) {
+	mon := monitor(t)
+	const n = 20
+	app := appName(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+app, childCalls+"="+strconv.Itoa(n))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	defer func() {
+		if !killed {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	child := bufio.NewReader(out)
+	if line, _ := child.ReadString('\n'); line != "ready\n" {
+		t.Fatalf("child said %q, want ready", line)
+	}
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	if _, err := fmt.Fprintln(in, deadline.UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	if line, _ := child.ReadString('\n'); line != "started\n" {
+		t.Fatalf("child said %q, want started", line)
+	}
+	for activeSleeps(t, mon, app) < n {
+		if time.Until(deadline) < 700*time.Millisecond {
+			t.Fatalf("only %d of %d statements running 700ms before the deadline", activeSleeps(t, mon, app), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	killed = true
+	t.Logf("client killed %v before the deadline", time.Until(deadline))
+
+	// The margins: the statements must still run 100 ms before the deadline
+	// (the server-side timeout is the deadline less the 10 ms reserve), and
+	// no longer sleep 200 ms after it (the server's timer and twenty
+	// backends being scheduled on a loaded two-core machine). Both are far
+	// from the 5 s the statements would otherwise run.
+	time.Sleep(time.Until(deadline.Add(-100 * time.Millisecond)))
+	if got := activeSleeps(t, mon, app); got != n {
+		t.Errorf("%d of %d statements still running 100ms before the deadline, want all: the kill must not be what stops them", got, n)
+	}
+	var first, gone time.Time
+	for limit := deadline.Add(time.Second); time.Now().Before(limit); time.Sleep(2 * time.Millisecond) {
+		left := activeSleeps(t, mon, app)
+		if left < n && first.IsZero() {
+			first = time.Now()
+		}
+		if left == 0 {
+			gone = time.Now()
+			break
+		}
+	}
+	if gone.IsZero() {
+		t.Fatalf("statements still running 1s after the deadline of a dead client")
+	}
+	t.Logf("statements of the dead client: first gone %v after the deadline, all gone %v after it",
+		first.Sub(deadline), gone.Sub(deadline))
+	if gone.After(deadline.Add(200 * time.Millisecond)) {
+		t.Errorf("statements of the dead client ran until %v after the deadline, want at most 200ms", gone.Sub(deadline))
+	}
+}

@@ -1,0 +1,204 @@
+package pgxbudget
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/timebudget/budget"
+)
+
+// Pool runs statements on a pgxpool.Pool with the budget of their context
+// pushed down to the server (see the package documentation). Its methods
+// have pgx's signatures. Statements whose context has no deadline run
+// exactly as on the underlying pool.
+//
+// A Pool is safe for concurrent use, as the pgxpool.Pool it wraps.
+type Pool struct {
+	pool *pgxpool.Pool
+	cfg  config
+}
+
+// New configures cfg with [Configure], creates the pool with
+// pgxpool.NewWithConfig and wraps it. The pool connects lazily, as pgxpool
+// does; the error reports a configuration pgxpool refused. Close the
+// returned Pool when done.
+func New(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*Pool, error) {
+	if cfg == nil {
+		return nil, errors.New("pgxbudget: New needs a *pgxpool.Config, got nil")
+	}
+	Configure(cfg, opts...)
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return Wrap(p, opts...), nil
+}
+
+// Wrap returns a Pool running statements on p. Call [Configure] on p's
+// configuration before creating p, or a statement whose context ends on the
+// client side costs its connection, as plain pgx does; the server-side
+// timeouts work either way. Wrap costs one allocation; a nil p gives a Pool
+// whose methods report the mistake.
+func Wrap(p *pgxpool.Pool, opts ...Option) *Pool {
+	return &Pool{pool: p, cfg: newConfig(opts)}
+}
+
+// Pool returns the underlying pool, for what the wrapper does not cover
+// (CopyFrom, statements that cannot run in a transaction block, Stat).
+func (p *Pool) Pool() *pgxpool.Pool { return p.pool }
+
+// Close closes the underlying pool; it waits for every connection to be
+// released, including those still settling a cancel request.
+func (p *Pool) Close() {
+	if p.pool != nil {
+		p.pool.Close()
+	}
+}
+
+var errNilPool = errors.New("pgxbudget: Pool has no pgxpool.Pool (Wrap was given nil)")
+
+// acquire takes a connection for one statement under ctx's budget and
+// returns it with the statement timeout in whole milliseconds (0 when ctx
+// has no deadline). Waiting for the connection is recorded in the ledger;
+// a statement with too little time left is refused before and after the
+// wait, and never reaches the server.
+func (p *Pool) acquire(ctx context.Context) (*pgxpool.Conn, int64, error) {
+	if p.pool == nil {
+		return nil, 0, errNilPool
+	}
+	if _, bounded, err := p.cfg.budgetFor(ctx); !bounded {
+		c, err := p.pool.Acquire(ctx)
+		return c, 0, err
+	} else if err != nil {
+		return nil, 0, err
+	}
+	start := time.Now()
+	left, _ := budget.Remaining(ctx)
+	c, err := p.pool.Acquire(ctx)
+	ev := budget.Event{Kind: budget.EventQueue, Stage: p.cfg.acquire, At: start,
+		Duration: time.Since(start), Remaining: left, Outcome: budget.OutcomeOK}
+	if err != nil {
+		err = expired(ctx, p.cfg.acquire, err)
+		ev.Outcome, ev.Err = outcomeOf(ctx, err), err
+		budget.Note(ctx, ev)
+		return nil, 0, err
+	}
+	budget.Note(ctx, ev)
+	ms, _, err := p.cfg.budgetFor(ctx)
+	if err != nil {
+		c.Release()
+		return nil, 0, err
+	}
+	return c, ms, nil
+}
+
+// outcomeOf says how a wait that ended in err ended.
+func outcomeOf(ctx context.Context, err error) budget.Outcome {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return budget.OutcomeExpired
+	case ctx.Err() != nil:
+		return budget.OutcomeCanceled
+	default:
+		return budget.OutcomeFailed
+	}
+}
+
+func (p *Pool) stmt(c *pgxpool.Conn, ms int64) *stmt {
+	return &stmt{s: c.Conn(), pc: c.Conn().PgConn(), conn: c, cfg: &p.cfg, ms: ms}
+}
+
+// Query runs sql with the budget of ctx pushed down and returns its rows,
+// as pgxpool.Pool.Query does. The connection returns to the pool when the
+// rows are closed (Next returning false closes them). Errors, from Query or
+// from the rows' Err, are mapped as the package documentation says.
+func (p *Pool) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	c, ms, err := p.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if ms == 0 {
+		r, err := c.Query(ctx, sql, args...)
+		if err != nil {
+			c.Release()
+			return nil, expired(ctx, p.cfg.stage, err)
+		}
+		return &rows{Rows: r, st: &stmt{conn: c, cfg: &p.cfg}, ctx: ctx}, nil
+	}
+	return p.stmt(c, ms).query(ctx, sql, args)
+}
+
+// QueryRow is Query for at most one row, as pgxpool.Pool.QueryRow: errors
+// are deferred until the row's Scan, which returns pgx.ErrNoRows when there
+// is no row.
+func (p *Pool) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	r, err := p.Query(ctx, sql, args...)
+	return row{rows: r, err: err}
+}
+
+// Exec runs sql with the budget of ctx pushed down and returns its command
+// tag, as pgxpool.Pool.Exec does. Unlike pgx, a statement without arguments
+// is not sent with the simple protocol, so sql must hold one statement.
+func (p *Pool) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	c, ms, err := p.acquire(ctx)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	if ms == 0 {
+		defer c.Release()
+		tag, err := c.Exec(ctx, sql, args...)
+		return tag, expired(ctx, p.cfg.stage, err)
+	}
+	return p.stmt(c, ms).exec(ctx, sql, args)
+}
+
+// SendBatch sends b in one round trip behind the timeout settings, as
+// pgxpool.Pool.SendBatch does; every statement of the batch shares the
+// budget (the timeout is per statement, each bounded by what was left when
+// the batch was sent). Close the results to return the connection.
+//
+// A batch begun with Batch.BeginTx is handed to pgxpool as it is, bounded by
+// the client-side deadline only: its transaction options cannot be carried
+// over behind the settings. Use [Pool.BeginTx] for a transaction with the
+// budget pushed down.
+func (p *Pool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if b != nil && beginsTx(b) && p.pool != nil {
+		return p.pool.SendBatch(ctx, b)
+	}
+	c, ms, err := p.acquire(ctx)
+	if err != nil {
+		return &batch{err: err}
+	}
+	return p.stmt(c, ms).sendBatch(ctx, b)
+}
+
+// Begin starts a transaction with the budget of ctx; see [Pool.BeginTx].
+func (p *Pool) Begin(ctx context.Context) (*Tx, error) {
+	return p.BeginTx(ctx, pgx.TxOptions{})
+}
+
+// BeginTx starts a transaction as pgxpool.Pool.BeginTx does. When ctx has a
+// deadline the BEGIN sets statement_timeout, lock_timeout and
+// idle_in_transaction_session_timeout in the same round trip, so a client
+// that dies mid-transaction does not keep its locks past the budget (the
+// server ends such a session), and every statement of the transaction
+// refreshes them from the time then left.
+func (p *Pool) BeginTx(ctx context.Context, opts pgx.TxOptions) (*Tx, error) {
+	c, ms, err := p.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if ms > 0 {
+		opts.BeginQuery = beginSQL(opts, ms)
+	}
+	tx, err := c.BeginTx(ctx, opts)
+	if err != nil {
+		c.Release()
+		return nil, expired(ctx, p.cfg.stage, err)
+	}
+	return &Tx{tx: tx, conn: c, cfg: &p.cfg}, nil
+}
