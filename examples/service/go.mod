@@ -6,6 +6,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/timebudget/budget v0.0.0
 	github.com/timebudget/budget/grpcbudget v0.0.0
+	github.com/timebudget/budget/pgxbudget v0.0.0
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.85.0
 )
@@ -25,4 +26,5 @@ require (
 replace (
 	github.com/timebudget/budget => ../..
 	github.com/timebudget/budget/grpcbudget => ../../grpcbudget
+	github.com/timebudget/budget/pgxbudget => ../../pgxbudget
 )

@@ -19,11 +19,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/grpcbudget"
 	"github.com/timebudget/budget/httpbudget"
+	"github.com/timebudget/budget/pgxbudget"
 	"github.com/timebudget/budget/wire"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -33,23 +33,18 @@ import (
 
 // One Op per dependency: it measures the calls and admits one only when it
 // can finish in the time left. The database gets at most 100 ms of it (Cap),
-// and Expired tells its Op that PostgreSQL's statement_timeout (SQLSTATE
-// 57014) is a timeout, not a failure.
+// and pgxbudget.IsTimeout tells its Op that PostgreSQL's own
+// statement_timeout (SQLSTATE 57014) is a timeout, not a failure.
 var (
 	pricingOp   = &budget.Op{Name: "pricing", Prior: 20 * time.Millisecond}
 	inventoryOp = &budget.Op{Name: "inventory", Prior: 20 * time.Millisecond}
-	productOp   = &budget.Op{Name: "product.db", Prior: 50 * time.Millisecond, Cap: 100 * time.Millisecond, Expired: isQueryCanceled}
+	productOp   = &budget.Op{Name: "product.db", Prior: 50 * time.Millisecond, Cap: 100 * time.Millisecond, Expired: pgxbudget.IsTimeout}
 	cacheOp     = &budget.Op{Name: "product.cache", Prior: 5 * time.Millisecond}
 )
 
-func isQueryCanceled(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "57014"
-}
-
 type service struct {
-	db         *pgxpool.Pool
-	pricing    *http.Client // sends the time left on every request
+	db         *pgxbudget.Pool // every statement carries the time left to PostgreSQL
+	pricing    *http.Client    // sends the time left on every request
 	pricingURL string
 	inventory  healthpb.HealthClient // grpc-go sends the time left as grpc-timeout
 	cache      sync.Map              // product id → name
@@ -90,30 +85,19 @@ func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "%s at %s (name from %s)\n", name, price, ladder.Rungs[res.Answered].Op.Name)
 }
 
-// productName reads the product's name in a transaction whose statements
-// PostgreSQL itself stops when the budget runs out: SET LOCAL
-// statement_timeout from the time left, so the server does not go on with a
-// query nobody waits for. (budget's pgx module will do this for you.)
+// productName reads the product's name. pgxbudget sends the time left to
+// PostgreSQL as statement_timeout in the statement's own round trip, so the
+// server stops a query nobody waits for, and its error then matches
+// context.DeadlineExceeded.
 func (s *service) productName(ctx context.Context, id, delay string) (string, error) {
-	tx, err := s.db.Begin(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if left, ok := budget.Remaining(ctx); ok {
-		ms := max(left.Milliseconds(), 1)
-		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", ms)); err != nil {
-			return "", err
-		}
-	}
 	var name string
-	err = tx.QueryRow(ctx, "SELECT name FROM budget_example_products, pg_sleep($2::float8) WHERE id = $1",
+	err := s.db.QueryRow(ctx, "SELECT name FROM budget_example_products, pg_sleep($2::float8) WHERE id = $1",
 		id, map[string]float64{"slow": 2}[delay]).Scan(&name)
 	if err != nil {
 		return "", err
 	}
 	s.cache.Store(id, name)
-	return name, tx.Commit(ctx)
+	return name, nil
 }
 
 func (s *service) cached(id string) (string, error) {
@@ -172,12 +156,16 @@ func (inventoryServer) Check(ctx context.Context, _ *healthpb.HealthCheckRequest
 
 func main() {
 	ctx := context.Background()
-	db, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	cfg, err := pgxpool.ParseConfig(os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	db, err := pgxbudget.New(ctx, cfg) // a pgxpool.Pool that pushes the budget down
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(ctx, `CREATE TABLE IF NOT EXISTS budget_example_products (id text PRIMARY KEY, name text NOT NULL);
+	if _, err := db.Pool().Exec(ctx, `CREATE TABLE IF NOT EXISTS budget_example_products (id text PRIMARY KEY, name text NOT NULL);
 		INSERT INTO budget_example_products VALUES ('1', 'widget') ON CONFLICT DO NOTHING`); err != nil {
 		log.Fatal(err)
 	}
