@@ -52,7 +52,7 @@ var fractionBuckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 
 //
 // An Observer is safe for concurrent use. Observing an event costs a map
 // lookup of its stage and one to four instrument calls (0.2 to 0.9 µs with
-// the SDK, see BENCH.md) and allocates nothing once the stage's attribute
+// the SDK, see BENCHMARKS.md) and allocates nothing once the stage's attribute
 // sets exist; annotating a recording span costs what the tracing SDK charges
 // for a span event (about 2 µs and 6 allocations).
 type Observer struct {

@@ -16,7 +16,7 @@ import (
 // same round trip, so the server's extra work (one set_config call) and
 // pgx's batch path are what it costs. The bound is 1.10, the target, under
 // BUDGET_OVERHEAD_STRICT=1; otherwise 1.5, a bound that still catches an
-// extra round trip (a ratio near 2). BENCH.md reports the measured ratio,
+// extra round trip (a ratio near 2). BENCHMARKS.md reports the measured ratio,
 // which is above the target (about 1.15 against a local server, where a
 // round trip is about 45 µs).
 func TestOverheadRatio(t *testing.T) {
