@@ -63,15 +63,15 @@ type Admission struct {
 // admissionState is what an [Op] keeps between calls, besides its
 // estimator. Every time is a monotonic offset (see mono).
 type admissionState struct {
-	good      atomic.Int64  // moving average of the latency of successful attempts, ns; 0 before the first
-	lastOK    atomic.Int64  // offset when the last successful attempt ended
-	sinceOK   atomic.Int32  // attempts started since the last success
-	lastProbe atomic.Int64  // offset of the last probe admitted; 0 while the op is not refusing
-	gap       atomic.Int64  // current interval between probes, ns; 0 means the shortest
-	share     atomic.Uint32 // share of otherwise refused calls readmitted, in 1/rampFull
-	refused   atomic.Int32  // calls refused since the last probe
-	every     atomic.Int32  // refusals a probe waits for; 0 means 1
-	throttle  [2]throttleSlot
+	good       atomic.Int64  // moving average of the latency of successful attempts, ns; 0 before the first
+	sinceOK    atomic.Int32  // attempts started since the last success
+	firstSince atomic.Int64  // offset when the first of those started
+	lastProbe  atomic.Int64  // offset of the last probe admitted; 0 while the op is not refusing
+	gap        atomic.Int64  // current interval between probes, ns; 0 means the shortest
+	share      atomic.Uint32 // share of otherwise refused calls readmitted, in 1/rampFull
+	refused    atomic.Int32  // calls refused since the last probe
+	every      atomic.Int32  // refusals a probe waits for; 0 means 1
+	throttle   [2]throttleSlot
 }
 
 // throttleSlot counts attempts and successes over one throttling window.
@@ -122,7 +122,16 @@ func (o *Op) decide(m int64, available time.Duration) Admission {
 		return dec
 	}
 	dist := o.estimate(m)
-	if dist == nil || !dist.Known(available) {
+	switch {
+	case dist == nil:
+		return o.byPrior(dec)
+	case !dist.Known(available) && o.Prior > 0 && o.Prior < dist.horizon:
+		// The samples say nothing about this much time, but they already
+		// show calls running past what the prior promises: not a sure
+		// thing, a probe.
+		dec.Admit, dec.Probability, dec.Measured, dec.Needed = false, 0, true, dist.horizon
+		return dec
+	case !dist.Known(available):
 		return o.byPrior(dec)
 	}
 	dec.Measured = true
@@ -167,13 +176,23 @@ func (o *Op) estimate(m int64) *Distribution {
 }
 
 // stalled reports whether attempts keep starting and none succeeds: at
-// least stallCalls have started since the last success, and none has
-// succeeded for stallFactor times the usual latency. A dependency that hangs
-// is refused this way before the first attempt has been cut off, which a
-// latency estimate can only learn once attempts end.
+// least stallCalls have started since the last success, and the first of
+// them has been running for stallFactor times the usual latency with no
+// success since. A dependency that hangs is refused this way before the
+// first attempt has been cut off, which a latency estimate can only learn
+// once attempts end. Counting from the first unanswered attempt, not from
+// the last success, keeps a burst after a quiet spell from looking stalled.
 func (o *Op) stalled(m int64) bool {
 	good := o.adm.good.Load()
-	return good > 0 && o.adm.sinceOK.Load() >= stallCalls && m-o.adm.lastOK.Load() > stallFactor*max(good, int64(time.Millisecond))
+	return good > 0 && o.adm.sinceOK.Load() >= stallCalls &&
+		m-o.adm.firstSince.Load() > stallFactor*max(good, int64(time.Millisecond))
+}
+
+// started records that an attempt started at offset m.
+func (o *Op) started(m int64) {
+	if o.adm.sinceOK.Add(1) == 1 {
+		o.adm.firstSince.Store(m)
+	}
 }
 
 func (o *Op) minSamples() int {
@@ -294,7 +313,6 @@ func (o *Op) learn(start, end int64, outcome Outcome, probe bool) {
 		} else {
 			a.good.Store(g + (d-g)/8)
 		}
-		a.lastOK.Store(end)
 		a.sinceOK.Store(0)
 	}
 	if probe {

@@ -29,11 +29,12 @@ import (
 //     of finishing within T only for T up to t. A caller with more time
 //     than any that was cut off is decided by the prior (admitted when
 //     there is none), so callers sending 3 ms deadlines can refuse only
-//     callers like themselves.
+//     callers like themselves; but when the cut-offs already lie past the
+//     prior, such a caller goes only as a probe.
 //   - When at least 5 attempts have started since the last success and
-//     none has succeeded for 4 times the usual latency (a moving average
-//     of successes), the dependency is taken as stalled and refused before
-//     the first attempt is even cut off.
+//     the first of them has run for 4 times the usual latency (a moving
+//     average of successes) with no success since, the dependency is taken
+//     as stalled and refused before the first attempt is even cut off.
 //   - While the op refuses calls on its measurements, probes keep it
 //     learning. A probe goes only to a call with time for it (twice the
 //     usual latency, or the prior) and is capped at that time, so a probe
@@ -213,7 +214,7 @@ func (o *Op) execute(ctx context.Context, r reading, dec Admission, ro runOpts, 
 	if floor := o.probeFloor(); dec.Probe && floor > 0 && floor < limit {
 		limit, cause = floor, ErrAttemptCap // a probe needs no more to tell
 	}
-	o.adm.sinceOK.Add(1)
+	o.started(mono(r.now))
 	var actx context.Context
 	var cancel context.CancelFunc
 	if limit == noDeadline {

@@ -24,7 +24,7 @@ func TestUsage(t *testing.T) {
 		{name: "help", args: []string{"help"}, code: 0, stdout: "budget demo --help"},
 		{name: "demo help", args: []string{"demo", "--help"}, code: 0, stdout: "--budget DURATION"},
 		{name: "demo -h", args: []string{"demo", "-h"}, code: 0, stdout: "--scenario LIST"},
-		{name: "vet in usage", args: []string{"--help"}, code: 0, stdout: "budget vet --help"},
+		{name: "vet in usage", args: []string{"--help"}, code: 0, stdout: "budget vet ./..."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
