@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -316,4 +317,70 @@ func TestAdmissionProperty(t *testing.T) {
 	if share := float64(admitted) / float64(trials); share < 0.99 {
 		t.Fatalf("a caller with 2× p99 available was admitted in %.3f of trials, want at least 0.99", share)
 	}
+}
+
+// A burst of calls after a quiet spell is not a stall: the stall detector
+// counts from the first unanswered attempt, not from the last success
+// (found when the demo's closed-loop traffic arrived in bursts and its
+// healthy first stage was refused).
+func TestABurstAfterAQuietSpellIsNotAStall(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		op := &budget.Op{Name: "resolve", Prior: 15 * time.Millisecond}
+		for range 10 {
+			if err := callWith(op, time.Second, 15*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 3 {
+			time.Sleep(250 * time.Millisecond) // quiet
+			errs := make(chan error, 20)
+			for range 20 {
+				go func() { errs <- callWith(op, 300*time.Millisecond, 15*time.Millisecond) }()
+			}
+			for range 20 {
+				if err := <-errs; err != nil {
+					t.Fatalf("a call of a healthy dependency in a burst: %v", err)
+				}
+			}
+		}
+	})
+}
+
+// A dependency that stops answering is refused by the stall detector
+// before its first attempt is cut off: at 200 calls a second with 1 s
+// budgets, within a quarter of a second, not after a whole second.
+func TestAStalledDependencyIsRefusedBeforeTheFirstCutOff(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		op := &budget.Op{Name: "dep", Prior: 50 * time.Millisecond}
+		latency := 50 * time.Millisecond
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		var firstRefusal time.Time
+		start := time.Now()
+		for i := range 400 { // 2 s at 200 calls a second
+			if i == 100 {
+				latency, start = time.Hour, time.Now() // it stops answering at 0.5 s
+			}
+			wg.Add(1)
+			go func(latency time.Duration) {
+				defer wg.Done()
+				if err := callWith(op, time.Second, latency); errors.Is(err, budget.ErrInsufficient) {
+					mu.Lock()
+					if firstRefusal.IsZero() {
+						firstRefusal = time.Now()
+					}
+					mu.Unlock()
+				}
+			}(latency)
+			time.Sleep(5 * time.Millisecond)
+		}
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if firstRefusal.IsZero() || firstRefusal.Sub(start) > 250*time.Millisecond {
+			t.Fatalf("first refusal %v after the dependency stopped answering", firstRefusal.Sub(start))
+		}
+	})
 }
