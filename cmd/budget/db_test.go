@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"html"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestParseTag(t *testing.T) {
@@ -218,4 +221,69 @@ func TestDatabaseHopAgainstPostgres(t *testing.T) {
 			t.Errorf("%s sent no statement", s.Patterns[i].Name)
 		}
 	}
+}
+
+// TestDatabaseFiguresShown renders a report with the database hop's figures
+// (copied from a small run, with figures set by hand, so no database is
+// needed): the terminal shows them within 100 columns, and every one of them
+// on the page is tagged with its place in report.json and equal to it.
+func TestDatabaseFiguresShown(t *testing.T) {
+	t.Parallel()
+	small, _ := smallRun(t)
+	var out strings.Builder
+	writeTable(&out, small)
+	if !strings.Contains(out.String(), "database hop skipped: no PostgreSQL (set --postgres URL or BUDGET_TEST_POSTGRES)") {
+		t.Errorf("a run without a database does not say the hop was skipped and how to enable it:\n%s", out.String())
+	}
+
+	rep := *small
+	rep.Scenarios = slices.Clone(small.Scenarios)
+	var s *scenarioReport
+	for i := range rep.Scenarios {
+		if rep.Scenarios[i].Name == checkoutScenario.key {
+			s = &rep.Scenarios[i]
+		}
+	}
+	if s == nil {
+		t.Fatal("the small run has no checkout scenario")
+	}
+	s.Patterns = slices.Clone(s.Patterns)
+	s.Database = databaseNote(&demoConfig{postgres: "postgres://db/x"})
+	for i := range s.Patterns {
+		s.Patterns[i].Database = &dbReport{
+			Statements: 120 + i, Answered: 20, CallerLeft: 100 - i, RanOn: 7 * i,
+			AfterCallerLeftMs:      latencyReport{P50: 1.5 * float64(i), P99: 712.25 + float64(i), Max: 1234.5},
+			TotalAfterCallerLeftMs: 81234.5 + float64(i),
+		}
+	}
+	out.Reset()
+	writeTable(&out, &rep)
+	for line := range strings.Lines(out.String()) {
+		if n := utf8.RuneCountInString(strings.TrimSuffix(line, "\n")); n > termWidth {
+			t.Errorf("%d columns: %s", n, line)
+		}
+	}
+	for _, want := range []string{"statements  caller left  ran on    p50    p99    max  total", "no timeout", "81s", "712ms", "1.23s"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table does not show %q:\n%s", want, out.String())
+		}
+	}
+
+	page, err := renderHTML(&rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(&rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(page), "data-db-pattern="); n != len(patterns) {
+		t.Errorf("%d rows of database figures on the page, want %d", n, len(patterns))
+	}
+	if !strings.Contains(string(page), `data-k="scenarios.1.patterns.3.database.after_caller_left_ms.p99"`) {
+		t.Error("the page does not tag the database figures with their place in report.json")
+	}
+	// The browser test reads the page as the browser parsed it; here the
+	// template's character references are decoded the same way.
+	checkFigures(t, html.UnescapeString(string(page)), raw)
 }
