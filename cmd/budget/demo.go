@@ -23,6 +23,9 @@ func demoMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "budget demo: %v\nRun 'budget demo --help' for usage.\n", err)
 		return 2
 	}
+	if cfg.has(checkoutScenario.key) {
+		cfg.postgres, cfg.dbNote = resolvePostgres(ctx, cfg.postgres, os.Getenv(postgresEnv))
+	}
 	rep, err := runDemo(ctx, cfg, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "budget demo: %v\n", err)
@@ -109,6 +112,9 @@ func buildReport(cfg *demoConfig, all []scenarioRuns, over []*overloadRun, wall 
 		}
 		for _, r := range sr.runs {
 			s.Patterns = append(s.Patterns, newPatternReport(cfg, r))
+		}
+		if sr.sc.hasDep(dbDependency) {
+			s.Database = databaseNote(cfg)
 		}
 		rep.Scenarios = append(rep.Scenarios, s)
 	}

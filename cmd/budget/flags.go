@@ -20,6 +20,12 @@ type demoConfig struct {
 	scenarios   []string // a subset of scenarioKeys, in that order
 	out         string
 	overload    overloadConfig
+	// postgres is the PostgreSQL URL the checkout scenario's payment work
+	// runs against; empty to keep its fake. --postgres sets it; demoMain
+	// falls back to $BUDGET_TEST_POSTGRES when the server answers.
+	postgres string
+	// dbNote says, when postgres is empty, why and how to enable the hop.
+	dbNote string
 }
 
 // has reports whether the scenario key is to run.
@@ -84,6 +90,12 @@ Flags:
 	                      (default all)
 	--out DIR             directory for report.html and report.json, created
 	                      if missing (default ./out)
+	--postgres URL        run checkout's payment work in PostgreSQL as
+	                      SELECT pg_sleep(the fault's time), through pgxbudget
+	                      in the budget patterns and plain pgx otherwise, and
+	                      measure how long the server runs on after the caller
+	                      left; off to skip (default $BUDGET_TEST_POSTGRES if it
+	                      answers within 1s, else skipped)
 	-h, --help            show this help
 `
 
@@ -104,6 +116,7 @@ func parseDemoFlags(args []string) (*demoConfig, error) {
 	fs.StringVar(&faultS, "fault", faultS, "")
 	fs.StringVar(&scenarioS, "scenario", scenarioS, "")
 	fs.StringVar(&cfg.out, "out", cfg.out, "")
+	fs.StringVar(&cfg.postgres, "postgres", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err

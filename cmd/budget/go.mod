@@ -6,13 +6,16 @@ replace (
 	github.com/timebudget/budget => ../..
 	github.com/timebudget/budget/compare => ../../compare
 	github.com/timebudget/budget/grpcbudget => ../../grpcbudget
+	github.com/timebudget/budget/pgxbudget => ../../pgxbudget
 )
 
 require (
 	github.com/failsafe-go/failsafe-go v0.9.8
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/timebudget/budget v0.0.0
 	github.com/timebudget/budget/compare v0.0.0
 	github.com/timebudget/budget/grpcbudget v0.0.0
+	github.com/timebudget/budget/pgxbudget v0.0.0
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/tools v0.52.0
@@ -29,6 +32,9 @@ require (
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/bits-and-blooms/bitset v1.24.4 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/net v0.61.0 // indirect

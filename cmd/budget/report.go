@@ -47,13 +47,34 @@ type reportConfig struct {
 // scenarioReport is one scenario: its path, what it shows, its
 // dependencies and faults, and what each pattern measured on it.
 type scenarioReport struct {
-	Name             string          `json:"name"`
-	Title            string          `json:"title"`
-	Story            string          `json:"story"`
-	PerCallTimeoutMs float64         `json:"per_call_timeout_ms"`
-	PerCallRule      string          `json:"per_call_rule"`
-	Dependencies     []depReport     `json:"dependencies"`
-	Patterns         []patternReport `json:"patterns"`
+	Name             string      `json:"name"`
+	Title            string      `json:"title"`
+	Story            string      `json:"story"`
+	PerCallTimeoutMs float64     `json:"per_call_timeout_ms"`
+	PerCallRule      string      `json:"per_call_rule"`
+	Dependencies     []depReport `json:"dependencies"`
+	// Database says whether the database hop ran in this scenario (and how
+	// to enable it when it did not); empty for a scenario without one.
+	Database string          `json:"database,omitempty"`
+	Patterns []patternReport `json:"patterns"`
+}
+
+// dbReport is what the database hop measured under one pattern.
+type dbReport struct {
+	// Statements were sent to PostgreSQL; Answered came back with a result.
+	Statements int `json:"statements"`
+	Answered   int `json:"answered"`
+	// CallerLeft counts statements whose caller gave up (deadline,
+	// cancellation or a server-side timeout) before an answer.
+	CallerLeft int `json:"caller_left"`
+	// RanOn counts those the server went on executing after the caller left.
+	RanOn int `json:"ran_on"`
+	// AfterCallerLeftMs is, over the statements whose caller gave up, how
+	// long the server went on executing each after its caller left, as
+	// pg_stat_activity showed every 5 ms (nearest-rank quantiles).
+	AfterCallerLeftMs latencyReport `json:"after_caller_left_ms"`
+	// TotalAfterCallerLeftMs is that time summed.
+	TotalAfterCallerLeftMs float64 `json:"after_caller_left_total_ms"`
 }
 
 // depReport is one dependency of a scenario as the run configured it.
@@ -114,6 +135,8 @@ type patternReport struct {
 	WastedWorkByDependencyMs map[string]float64 `json:"wasted_work_by_dependency_ms"`
 	DependencyCalls          map[string]int64   `json:"dependency_calls"`
 	WallSeconds              float64            `json:"wall_s"`
+	// Database is the database hop's figures, when it ran.
+	Database *dbReport `json:"database,omitempty"`
 }
 
 // overloadReport is the overload case: its configuration (times already
@@ -230,6 +253,15 @@ func newPatternReport(cfg *demoConfig, r *patternRun) patternReport {
 		p.DependencyCalls[d.name] = d.calls
 	}
 	p.WastedWorkMs = ms(waste)
+	if m := r.db; m != nil {
+		a := m.afterLeft
+		p.Database = &dbReport{
+			Statements: m.statements, Answered: m.answered, CallerLeft: len(a), RanOn: m.ranOn(),
+			AfterCallerLeftMs: latencyReport{P50: ms(budgettest.Quantile(a, 0.5)),
+				P99: ms(budgettest.Quantile(a, 0.99)), Max: ms(budgettest.Quantile(a, 1))},
+			TotalAfterCallerLeftMs: ms(m.total()),
+		}
+	}
 	return p
 }
 

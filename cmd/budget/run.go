@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/pgxbudget"
 	"google.golang.org/grpc"
 )
 
@@ -19,6 +20,7 @@ type patternRun struct {
 	deps     []depMeasure
 	refusals map[string]int         // stage → attempts refused before they started
 	ledgers  map[int]*budget.Ledger // request index → its spend ledger (budget patterns)
+	db       *dbMeasure             // the database hop, when it ran
 }
 
 // depMeasure is what one dependency measured of itself during a run.
@@ -43,6 +45,14 @@ func runPattern(ctx context.Context, cfg *demoConfig, sc *scenario, pat pattern,
 	deps, err := startDependencies(sc, cfg.faults, tr, w, &servers)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.postgres != "" && sc.hasDep(dbDependency) {
+		tag := fmt.Sprintf("budget-demo-%s-%s-%d", sc.key, pat.key, time.Now().UnixNano())
+		_, detach := pat.spend.(noTimeout)
+		if deps.db, err = openDB(ctx, cfg.postgres, tag, w.budgetAware, detach); err != nil {
+			return nil, err
+		}
+		defer deps.db.finish()
 	}
 	transport := newHTTPTransport()
 	servers.push(closer(transport.CloseIdleConnections))
@@ -70,6 +80,9 @@ func runPattern(ctx context.Context, cfg *demoConfig, sc *scenario, pat pattern,
 
 	// Stop everything now: work still running is measured up to this moment.
 	servers.closeAll()
+	if deps.db != nil {
+		deps.db.finish()
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -82,6 +95,18 @@ type runningDeps struct {
 	order []*dependency               // in the scenario's order
 	urls  map[string]string           // HTTP dependencies: name → base URL
 	conns map[string]*grpc.ClientConn // gRPC dependencies: name → channel
+	// db, when set, does the work of dbDependency in PostgreSQL.
+	db *dbRun
+}
+
+// byName returns the dependency called name, or nil.
+func (d *runningDeps) byName(name string) *dependency {
+	for _, dep := range d.order {
+		if dep.name == name {
+			return dep
+		}
+	}
+	return nil
 }
 
 // startDependencies starts every dependency of sc with its fault, each
@@ -160,6 +185,9 @@ func newRung(ss stageSpec, rs rungSpec, deps *runningDeps, w wiring, transport *
 	switch {
 	case rs.dep == "":
 		rg.op = cacheOp(name)
+	case rs.dep == dbDependency && deps.db != nil:
+		rg.hop = dbHop{db: deps.db, dep: deps.byName(rs.dep)}
+		rg.op.Expired = pgxbudget.IsTimeout
 	case deps.urls[rs.dep] != "":
 		rg.hop = httpHop{client: w.httpClient(transport, name), url: deps.urls[rs.dep] + rs.path}
 	case deps.conns[rs.dep] != nil:
@@ -177,12 +205,20 @@ func measurePattern(pat pattern, e *edge, deps *runningDeps, outs []outcome, wal
 	if _, ok := pat.spend.(perCallTimeouts); ok {
 		run.perCall = e.perCall
 	}
+	var dbm dbMeasure
+	if deps.db != nil {
+		dbm = deps.db.track.measure()
+		run.db = &dbm
+	}
 	for _, d := range deps.order {
-		waste, wasteCalls := d.waste()
-		run.deps = append(run.deps, depMeasure{
-			name: d.name, proto: d.proto, cascade: d.cascade, calls: d.calls(),
-			waste: waste, wasteCalls: wasteCalls,
-		})
+		m := depMeasure{name: d.name, proto: d.proto, cascade: d.cascade, calls: d.calls()}
+		m.waste, m.wasteCalls = d.waste()
+		if d.name == dbDependency && run.db != nil {
+			// Its work ran in PostgreSQL: the waste is the server's time
+			// after the callers left, as the sampler saw it.
+			m.calls, m.waste, m.wasteCalls = int64(dbm.statements), dbm.total(), int64(dbm.ranOn())
+		}
+		run.deps = append(run.deps, m)
 	}
 	return run
 }

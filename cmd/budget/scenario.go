@@ -116,4 +116,14 @@ var checkoutScenario = scenario{
 	perCallRule: "the whole budget per hop (as 1 s per hop for a 1 s target)",
 }
 
+// hasDep reports whether the scenario calls the dependency called name.
+func (sc *scenario) hasDep(name string) bool {
+	for _, d := range sc.deps {
+		if d.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 var scenarios = []*scenario{&geoScenario, &checkoutScenario}

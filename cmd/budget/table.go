@@ -54,6 +54,9 @@ func writeScenario(w io.Writer, rep *report, s scenarioReport) {
 			writeWrapped(w, fmt.Sprintf("fault %s=%s: %s", d.Name, d.Fault, d.FaultMeans), "  ", "    ")
 		}
 	}
+	if s.Database != "" {
+		writeWrapped(w, s.Database, "  ", "    ")
+	}
 	fmt.Fprintln(w)
 	t := textTable{right: []bool{false, true, true, true, true, true, true, true, true}}
 	t.add("pattern", "in budget", "late", "failed", "a failure took", "wasted work", "p50", "p99", "max")
@@ -85,6 +88,29 @@ func writeScenario(w io.Writer, rep *report, s scenarioReport) {
 			writeWrapped(w, p.Name+": "+strings.Join(parts, "; "), "  ", "      ")
 		}
 	}
+	writeDatabase(w, s)
+}
+
+// writeDatabase prints, when the database hop ran, how long PostgreSQL went
+// on executing statements after their caller had left, per pattern.
+func writeDatabase(w io.Writer, s scenarioReport) {
+	t := textTable{right: []bool{false, true, true, true, true, true, true, true}}
+	t.add("PostgreSQL", "statements", "caller left", "ran on", "p50", "p99", "max", "total")
+	for _, p := range s.Patterns {
+		if d := p.Database; d != nil {
+			t.add(p.Name, strconv.Itoa(d.Statements), strconv.Itoa(d.CallerLeft), strconv.Itoa(d.RanOn),
+				fmtMs(d.AfterCallerLeftMs.P50), fmtMs(d.AfterCallerLeftMs.P99), fmtMs(d.AfterCallerLeftMs.Max),
+				fmtMs(d.TotalAfterCallerLeftMs))
+		}
+	}
+	if len(t.rows) == 1 {
+		return
+	}
+	fmt.Fprintln(w)
+	t.write(w)
+	fmt.Fprintln(w)
+	writeWrapped(w, "ran on: statements the server went on executing after their caller had left; p50, p99, max "+
+		"and total: how long it went on, over the statements whose caller left", "  ", "  ")
 }
 
 // writeOverload prints the overload case's table and what its columns mean.
