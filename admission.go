@@ -74,12 +74,18 @@ type admissionState struct {
 	throttle   [2]throttleSlot
 }
 
-// throttleSlot counts attempts and successes over one throttling window.
+// throttleSlot counts attempts and successes over one throttling window, in
+// one word (requests in the high 32 bits, accepts in the low 32) so that an
+// attempt costs one atomic add.
 type throttleSlot struct {
-	epoch    atomic.Int64
-	requests atomic.Int64
-	accepts  atomic.Int64
+	epoch  atomic.Int64
+	counts atomic.Uint64
 }
+
+const (
+	oneRequest = 1 << 32
+	oneAccept  = 1
+)
 
 // Admit reports whether an attempt should start now in ctx's budget: the time
 // available is ctx's remaining time less its reserve. It is shorthand for
@@ -307,22 +313,27 @@ func (o *Op) probed(m int64, outcome Outcome) {
 func (o *Op) learn(start, end int64, outcome Outcome, probe bool) {
 	a := &o.adm
 	if outcome == OutcomeOK {
+		// A moving average of successes; a change under 1/128 of it is not
+		// stored, so steady latency costs loads, not stores.
 		d := end - start
 		if g := a.good.Load(); g == 0 {
 			a.good.Store(d)
-		} else {
-			a.good.Store(g + (d-g)/8)
+		} else if step := (d - g) / 8; step > g/128 || -step > g/128 {
+			a.good.Store(g + step)
 		}
-		a.sinceOK.Store(0)
+		if a.sinceOK.Load() != 0 {
+			a.sinceOK.Store(0)
+		}
 	}
 	if probe {
 		o.probed(end, outcome)
 	}
 	if o.Throttle >= 0 {
 		slot := o.throttleSlot(end)
-		slot.requests.Add(1)
 		if outcome != OutcomeFailed {
-			slot.accepts.Add(1)
+			slot.counts.Add(oneRequest | oneAccept)
+		} else {
+			slot.counts.Add(oneRequest)
 		}
 	}
 }
@@ -357,8 +368,7 @@ func (o *Op) throttleSlot(m int64) *throttleSlot {
 	ep := floorDiv(m, w)
 	slot := &o.adm.throttle[ep&1]
 	if cur := slot.epoch.Load(); cur != ep && cur < ep && slot.epoch.CompareAndSwap(cur, ep) {
-		slot.requests.Store(0)
-		slot.accepts.Store(0)
+		slot.counts.Store(0)
 	}
 	return slot
 }
@@ -383,8 +393,9 @@ func (o *Op) throttled(m int64) bool {
 	for i := range o.adm.throttle {
 		s := &o.adm.throttle[i]
 		if e := s.epoch.Load(); e == ep || e == ep-1 {
-			req += float64(s.requests.Load())
-			acc += float64(s.accepts.Load())
+			c := s.counts.Load()
+			req += float64(c >> 32)
+			acc += float64(c & (oneRequest - 1))
 		}
 	}
 	p := (req - k*acc) / (req + 1)
@@ -394,7 +405,7 @@ func (o *Op) throttled(m int64) bool {
 	if rand.Float64() >= p {
 		return false
 	}
-	o.throttleSlot(m).requests.Add(1)
+	o.throttleSlot(m).counts.Add(oneRequest)
 	return true
 }
 
