@@ -16,7 +16,7 @@ import (
 // left: its calls all ran past ten minutes. Its window and probe interval are
 // an hour, so the benchmark measures refusals only and no probe gets through.
 func refusingOp() *budget.Op {
-	op := &budget.Op{Name: "dependency", Prior: 50 * time.Millisecond, ProbeEvery: time.Hour}
+	op := &budget.Op{Name: "dependency", Prior: 50 * time.Millisecond, ProbeEvery: -1} // no probe: refusals only
 	op.Estimator.Window = time.Hour
 	for range 100 {
 		op.Estimator.RecordCensored(10 * time.Minute)
