@@ -117,7 +117,11 @@ func TestConcurrentExpiries(t *testing.T) {
 	// still fails a client-side cancel that waits for the cancel request to
 	// settle (pgx's CancelRequestContextWatcherHandler: 100 ms more) and,
 	// by far, a statement nobody stops (5 s).
-	margin := 2*baseP99 + 5*time.Millisecond
+	// A burst of 89 backends on two cores varies more than that from one
+	// burst to the next (one run measured 34 ms against a baseline of 10),
+	// so the margin is also at least the baseline plus 30 ms: still well
+	// under the 100 ms a settling cancel request costs.
+	margin := max(2*baseP99+5*time.Millisecond, baseP99+30*time.Millisecond)
 	if p99 > margin {
 		t.Errorf("p99 return = deadline + %v, want within %v (baseline p99 %v)", p99, margin, baseP99)
 	}
