@@ -6,11 +6,23 @@ require (
 	connectrpc.com/connect v1.21.1
 	github.com/timebudget/budget v0.0.0
 	github.com/timebudget/budget/grpcbudget v0.0.0
+	github.com/timebudget/budget/otelbudget v0.0.0
+	go.opentelemetry.io/otel v1.47.0
+	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.85.0
 )
 
 require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/go-logr/logr v1.4.4 // indirect
+	github.com/go-logr/stdr v1.2.2 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
+	go.opentelemetry.io/otel/log v1.47.0 // indirect
+	go.opentelemetry.io/otel/metric v1.47.0 // indirect
+	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
+	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
@@ -21,4 +33,5 @@ require (
 replace (
 	github.com/timebudget/budget => ../
 	github.com/timebudget/budget/grpcbudget => ../grpcbudget
+	github.com/timebudget/budget/otelbudget => ../otelbudget
 )
