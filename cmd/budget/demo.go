@@ -7,9 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/timebudget/budget/httpbudget"
 )
 
 // demoMain runs "budget demo" and returns the exit code.
@@ -26,6 +30,8 @@ func demoMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if cfg.has(checkoutScenario.key) {
 		cfg.postgres, cfg.dbNote = resolvePostgres(ctx, cfg.postgres, os.Getenv(postgresEnv))
 	}
+	stopPage := serveLivePage(cfg, stderr)
+	defer stopPage()
 	rep, err := runDemo(ctx, cfg, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "budget demo: %v\n", err)
@@ -169,4 +175,24 @@ func writeReports(dir string, rep *report) ([]string, error) {
 		return nil, err
 	}
 	return []string{htmlPath, jsonPath}, nil
+}
+
+// serveLivePage serves the run's /debug/budget page on loopback while the
+// demo runs, so a person can watch the admission pattern's Ops (quantiles,
+// suggested timeouts, admission state) and the waterfalls of refused and
+// expired requests live, and prints its address. The returned function stops
+// it. When no port can be had the demo runs without it.
+func serveLivePage(cfg *demoConfig, progressW io.Writer) func() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintf(progressW, "budget demo: no live page: %v\n", err)
+		return func() {}
+	}
+	cfg.page = httpbudget.NewDebugPage()
+	mux := http.NewServeMux()
+	mux.Handle("/debug/budget", cfg.page)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: time.Second, ErrorLog: quietLog}
+	go func() { _ = srv.Serve(ln) }()
+	fmt.Fprintf(progressW, "live: http://%s/debug/budget (while the demo runs)\n", ln.Addr())
+	return func() { _ = srv.Close() }
 }

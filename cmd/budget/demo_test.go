@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/timebudget/budget/httpbudget"
 )
 
 // The relations below hold with wide margins, so they pass on a loaded
@@ -35,6 +39,10 @@ var (
 	sharedDir  string // removed by TestMain
 	sharedRep  *report
 	sharedErr  error
+	// sharedPage is the live page of the small run, and sharedProgress what
+	// the run printed on its way.
+	sharedPage     *httpbudget.DebugPage
+	sharedProgress string
 )
 
 // smallRun runs the whole demo once at small scale, with a hanging geometry
@@ -56,7 +64,10 @@ func smallRun(t *testing.T) (*report, string) {
 		}
 		cfg.out = sharedDir
 		var progress lockedBuffer
+		stop := serveLivePage(cfg, &progress)
 		sharedRep, sharedErr = runDemo(context.Background(), cfg, &progress)
+		stop()
+		sharedPage, sharedProgress = cfg.page, progress.String()
 		if sharedErr == nil {
 			_, sharedErr = writeReports(cfg.out, sharedRep)
 		}
@@ -134,8 +145,16 @@ func TestAdmissionLetsTheCacheAnswer(t *testing.T) {
 	rep, _ := smallRun(t)
 	shared := patternOf(t, rep, "geo", "shared")
 	admission := patternOf(t, rep, "geo", "admission")
-	if shared.AnsweredRatio > 0.25 {
-		t.Errorf("shared deadline answered %.0f%% within the budget, want few: the hung rung eats the budget", 100*shared.AnsweredRatio)
+	// The hung rung eats most of a shared deadline. Each hop answers a
+	// little before its caller's deadline (the answer margin), so the cache
+	// sometimes still has the millisecond it needs: from run to run 0 to
+	// about 40 % of these requests answer in budget, never most of them.
+	if shared.AnsweredRatio > 0.5 {
+		t.Errorf("shared deadline answered %.0f%% within the budget, want a minority: the hung rung eats the budget", 100*shared.AnsweredRatio)
+	}
+	if admission.AnsweredRatio < shared.AnsweredRatio+0.25 {
+		t.Errorf("deadline + admission answered %.0f%% within the budget, not well above the shared deadline's %.0f%%",
+			100*admission.AnsweredRatio, 100*shared.AnsweredRatio)
 	}
 	if admission.AnsweredRatio < 0.75 {
 		t.Errorf("deadline + admission answered %.0f%% within the budget, want most", 100*admission.AnsweredRatio)
@@ -254,6 +273,12 @@ func (b *lockedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
+
 // TestTerminalOutputFitsIn100Columns checks that every line the demo prints
 // for a run of 40 requests per pattern, every scenario included, fits in a
 // terminal of 100 columns.
@@ -272,5 +297,38 @@ func TestTerminalOutputFitsIn100Columns(t *testing.T) {
 	}
 	if lines < 40 {
 		t.Errorf("only %d lines printed; the table is missing parts:\n%s", lines, out.String())
+	}
+}
+
+// The demo serves a live /debug/budget page while it runs: it prints the
+// address, and the page shows the admission pattern's Ops and the waterfalls
+// of the requests they refused or that expired.
+func TestLivePageShowsTheAdmissionOps(t *testing.T) {
+	smallRun(t)
+	if !strings.Contains(sharedProgress, "live: http://127.0.0.1:") {
+		t.Fatalf("the run did not print the live page's address:\n%s", sharedProgress)
+	}
+	rec := httptest.NewRecorder()
+	sharedPage.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/budget?format=json", nil))
+	var page struct {
+		Ops []struct {
+			Name string `json:"name"`
+		} `json:"ops"`
+		Recent []json.RawMessage `json:"recent"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("page: %d, %v\n%s", rec.Code, err, rec.Body)
+	}
+	names := map[string]bool{}
+	for _, op := range page.Ops {
+		names[op.Name] = true
+	}
+	for _, want := range []string{"resolve", "geometry.exact", "geometry.cache"} {
+		if !names[want] {
+			t.Errorf("the page lacks op %s: %v", want, names)
+		}
+	}
+	if len(page.Recent) == 0 {
+		t.Error("the page shows no refused or expired request")
 	}
 }

@@ -155,8 +155,12 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 // edgeHTTP wraps the edge's handler with the policy of a service whose
 // latency is promised: whatever the client sends, every request starts a
-// fresh budget of b.
-func edgeHTTP(h http.Handler, b time.Duration) http.Handler {
-	return httpbudget.NewHandler(h, httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Default: b}),
-		httpbudget.WithStage("edge"))
+// fresh budget of b. Its budgets report to the live page, when there is one.
+func edgeHTTP(h http.Handler, b time.Duration, page *httpbudget.DebugPage) http.Handler {
+	opts := []httpbudget.ServerOption{httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Default: b}),
+		httpbudget.WithStage("edge")}
+	if page != nil {
+		opts = append(opts, httpbudget.WithObserver(page.Observer()))
+	}
+	return httpbudget.NewHandler(h, opts...)
 }

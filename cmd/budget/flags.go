@@ -9,10 +9,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/timebudget/budget/httpbudget"
 )
 
 // demoConfig is what the demo's flags set.
 type demoConfig struct {
+	// page is the live /debug/budget page of the run, or nil: the edges'
+	// Ops register with it and their budgets report to it.
+	page        *httpbudget.DebugPage
 	budget      time.Duration
 	requests    int
 	concurrency int

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/httpbudget"
 	"github.com/timebudget/budget/pgxbudget"
 	"google.golang.org/grpc"
 )
@@ -62,7 +63,18 @@ func runPattern(ctx context.Context, cfg *demoConfig, sc *scenario, pat pattern,
 	}
 	var eh http.Handler = e
 	if w.budgetAware {
-		eh = edgeHTTP(e, cfg.budget)
+		// The live page shows the admission pattern's Ops, whose measurements
+		// decide; its budgets, refusals and waterfalls are the ones to watch.
+		var page *httpbudget.DebugPage
+		if _, ok := pat.spend.(admission); ok && cfg.page != nil {
+			page = cfg.page
+			for _, st := range e.stages {
+				for _, rg := range st.rungs {
+					page.Register(rg.op)
+				}
+			}
+		}
+		eh = edgeHTTP(e, cfg.budget, page)
 	}
 	es, err := startHTTP(eh)
 	if err != nil {
