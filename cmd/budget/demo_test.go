@@ -22,7 +22,7 @@ import (
 
 const testBudget = 100 * time.Millisecond
 
-// smallOverload is the overload case at a tenth of the seeds' times with a
+// smallOverload is the overload case at a tenth of its full-size times with a
 // tenth of the workers, so it takes about a second per variant.
 func smallOverload() overloadConfig {
 	return overloadConfig{

@@ -1,5 +1,5 @@
 // Package audit checks the timeouts of a service call graph against each
-// other and against the user's budget, by the rules of the seeds: every
+// other and against the user's budget, by the rules of timeout budgets: every
 // caller must wait longer than its callee can take with all its retries, the
 // calls along a request must fit in the budget the user waits, no timeout
 // should cut off a callee's normal tail, and no call may be left without a
@@ -32,7 +32,7 @@ const (
 	// NoTimeout: a call has no timeout, so a slow callee holds the caller
 	// for as long as it takes.
 	NoTimeout Kind = "no-timeout"
-	// Inverted: the seeds' invariant fails: the caller gives up before the
+	// Inverted: the invariant fails: the caller gives up before the
 	// callee has finished its attempts, timeout(caller) ≤ timeout(callee) +
 	// retries × (timeout(callee) + backoff).
 	Inverted Kind = "inverted"

@@ -121,7 +121,7 @@ services:
 	}
 }
 
-// TestOverloadCascade is the seeds' cascade: a dependency slows down under a
+// TestOverloadCascade is the classic cascade: a dependency slows down under a
 // 200-worker service; with per-call timeouts or none the workers park on it
 // and every request fails, with a deadline the unrelated fifth still answers.
 func TestOverloadCascade(t *testing.T) {

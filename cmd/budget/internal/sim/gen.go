@@ -13,7 +13,7 @@ import (
 // deeper calls are made by half the requests, so a request touches about a
 // dozen services. Latencies and retries are drawn from seed. Each timeout is
 // 3× its callee's typical tail (its own p99 plus its callees', weighted by
-// the share of requests that call them), as the seeds advise, and the budget
+// the share of requests that call them), as a small multiple of p99 advises, and the budget
 // is 1.2× the sum of the entry's timeouts, so a request has time for one
 // attempt of each call but not for every retry.
 func Tree(n int, seed uint64) []byte {

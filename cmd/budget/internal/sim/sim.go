@@ -70,7 +70,7 @@ const (
 	// DefaultConcurrency is how many users the closed loop has.
 	DefaultConcurrency = 100
 	// DefaultWorkers is the pool size of a service that declares none, the
-	// seeds' 200 threads.
+	// 200 threads of the classic cascade.
 	DefaultWorkers = 200
 	// GiveUpFactor times the budget is how long a user waits before giving
 	// up on a request, as budget demo's load generator does. Only requests
