@@ -18,13 +18,9 @@ import (
 // person would, and checks that the op table and a waterfall are there and
 // drawn. The screenshot is kept under $BUDGET_ARTIFACTS (default: a
 // temporary directory) as debug-budget.png. Two Chromium launches take 10
-// to 20 seconds on a shared machine, so -short skips it; the full run (make
-// test's race run) has it.
+// to 20 seconds on a shared machine; it runs with -short too.
 func TestDebugPageInChromium(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("-short: the Chromium rendering of the debug page runs in the full test run")
-	}
 	bin := chromiumPath()
 	if bin == "" {
 		const msg = "chromium not found: install Debian's chromium package (apt-get install chromium)"
