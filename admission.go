@@ -18,9 +18,9 @@ const (
 	// longer), and the interval doubles after each probe that fails.
 	minProbeGap = 10 * time.Millisecond
 	// rampStart is the share of otherwise refused calls (in 1/rampFull)
-	// readmitted after the first probe that succeeds; each success doubles
-	// it, and a full share resets the op.
-	rampStart = 512
+	// readmitted after the first probe that succeeds; the next success
+	// makes it full, and a full share resets the op.
+	rampStart = 896
 	rampFull  = 1024
 	// maxProbeEvery bounds how many refusals a probe waits for: the count
 	// doubles after each probe that fails, so an op called a few times a

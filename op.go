@@ -43,9 +43,9 @@ import (
 //     interval doubles, up to ProbeEvery, and so does the number of
 //     refused calls a probe waits for, up to 16, so an op called a few
 //     times a second probes a dead dependency on ever fewer of its calls.
-//     A probe the caller abandons says nothing. A probe that succeeds readmits 1/4 of the refused calls,
-//     doubling with each success; at a full share the op resets, as a
-//     circuit breaker's half-open trials close it.
+//     A probe the caller abandons says nothing. A probe that succeeds
+//     readmits 7/8 of the refused calls, and the next success all of them:
+//     the op resets, as a circuit breaker's half-open trials close it.
 //   - Beside latency, calls are refused at random when the dependency
 //     fails (client-side adaptive throttling, the SRE book, chapter 21):
 //     with probability max(0, (requests − 2·accepts)/(requests + 1)) over
