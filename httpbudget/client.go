@@ -1,11 +1,13 @@
 package httpbudget
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/timebudget/budget"
@@ -52,6 +54,9 @@ var ErrUpstreamExpired = errors.New("httpbudget: upstream refused: budget spent"
 type Transport struct {
 	base http.RoundTripper
 	cfg  clientConfig
+	// lastExpiry is when, after processStart, a request last ran out of
+	// time in flight (0: never); see WithLinger.
+	lastExpiry atomic.Int64
 }
 
 // NewTransport returns a Transport sending through base, or through
@@ -97,8 +102,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, budget.Refuse(ctx, t.stage(req), now, left, minUseful)
 	}
-	out := new(http.Request)
-	*out = *req
+	var x *exchange
+	if linger := t.lingerFor(now); linger > 0 {
+		x = newExchange(ctx, deadline, linger)
+	}
+	var out *http.Request
+	if x != nil {
+		out = req.WithContext(x)
+	} else {
+		out = new(http.Request)
+		*out = *req
+	}
 	out.Header = make(http.Header, len(req.Header)+4)
 	for k, v := range req.Header {
 		out.Header[k] = v
@@ -122,7 +136,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			out.Header.Set(wire.HeaderEnvoyUpstreamTimeout, v)
 		}
 	}
-	resp, err := base.RoundTrip(out)
+	var resp *http.Response
+	var err error
+	if x != nil {
+		resp, err = x.roundTrip(ctx, base, out)
+	} else {
+		resp, err = base.RoundTrip(out)
+	}
+	if err != nil && ctx.Err() == context.DeadlineExceeded {
+		t.expiredInFlight()
+	}
 	if err != nil || resp == nil {
 		return resp, err
 	}

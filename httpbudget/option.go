@@ -29,7 +29,8 @@ type clientConfig struct {
 	connect    bool
 	envoy      bool
 	stage      string
-	noDeadline bool // so that the zero Transport sends both headers
+	noDeadline bool          // so that the zero Transport sends both headers
+	linger     time.Duration // 0: adaptive; positive: always; negative: never
 }
 
 type handlerOption func(*handlerConfig)

@@ -8,7 +8,11 @@
 //	         httpbudget.NewTransport; every hop is an httpbudget.NewHandler
 //	         whose handler relays with what is left; the backend's handler
 //	         returns on ctx.Done without writing, the most common Go handler.
-//	shared   the same with no answer margin (httpbudget.WithAnswerMargin(-1)):
+//	admit    the same, with each relaying hop calling its next hop through a
+//	         budget.Op, as the README's services do: the op measures the
+//	         next hop and refuses calls it cannot finish in the time left,
+//	         and the hop answers them 504 with Budget-Expired at once.
+//	shared   budget with no answer margin (httpbudget.WithAnswerMargin(-1)):
 //	         every hop's deadline is the client's, so all expire at once.
 //	careful  careful Go code: every hop bounds its own work with
 //	         context.WithTimeout(r.Context(), budget), plain net/http clients,
@@ -64,7 +68,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "measured rounds of N requests per pattern")
 	learn := flag.Int("learn", 1, "unmeasured rounds of N hanging requests first, from which adaptive margins learn")
 	total := flag.Duration("budget", 100*time.Millisecond, "the budget of every request")
-	patterns := flag.String("patterns", "budget,careful,shared", "patterns to run, in order")
+	patterns := flag.String("patterns", "budget,careful,admit,shared", "patterns to run, in order")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -171,7 +175,7 @@ func setup(pattern string, n int, total time.Duration) (*hops, error) {
 	var wrap func(http.Handler, string) http.Handler
 	var client http.RoundTripper
 	switch pattern {
-	case "budget", "shared":
+	case "budget", "shared", "admit":
 		m := time.Duration(0) // adaptive
 		if pattern == "shared" {
 			m = -1
@@ -182,9 +186,22 @@ func setup(pattern string, n int, total time.Duration) (*hops, error) {
 		}
 		relay = func(next, stage string) http.Handler {
 			c := &http.Client{Transport: httpbudget.NewTransport(pool(n), httpbudget.WithClientStage(stage))}
+			op := &budget.Op{Name: stage}
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				hs.saw(r, r.Context(), stage)
-				status := forward(r.Context(), c, next+"?"+r.URL.RawQuery)
+				var status int
+				if pattern == "admit" {
+					status = http.StatusGatewayTimeout
+					_ = op.Do(r.Context(), func(ctx context.Context) error {
+						status = forward(ctx, c, next+"?"+r.URL.RawQuery)
+						if status == http.StatusGatewayTimeout {
+							return context.DeadlineExceeded
+						}
+						return nil
+					})
+				} else {
+					status = forward(r.Context(), c, next+"?"+r.URL.RawQuery)
+				}
 				if status == http.StatusGatewayTimeout {
 					w.Header().Set(wire.HeaderBudgetExpired, wire.FormatBudgetExpired(stage))
 				}
@@ -230,7 +247,7 @@ func setup(pattern string, n int, total time.Duration) (*hops, error) {
 		}
 		client = pool(n)
 	default:
-		return nil, fmt.Errorf("unknown pattern %q: want budget, shared or careful", pattern)
+		return nil, fmt.Errorf("unknown pattern %q: want budget, admit, shared or careful", pattern)
 	}
 	b, err := serve(wrap(backend("", "backend"), "backend"))
 	if err != nil {

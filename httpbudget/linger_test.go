@@ -1,0 +1,247 @@
+package httpbudget_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/httpbudget"
+)
+
+// connServer is a loopback server that counts the connections it accepts
+// and reports each time one closes.
+type connServer struct {
+	*httptest.Server
+	opened atomic.Int64
+	close  chan struct{}
+}
+
+func newConnServer(t *testing.T, h http.Handler) *connServer {
+	s := &connServer{close: make(chan struct{}, 100)}
+	s.Server = httptest.NewUnstartedServer(h)
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			s.opened.Add(1)
+		case http.StateClosed:
+			s.close <- struct{}{}
+		}
+	}
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// pooled returns ctx with a trace that reports on the channel each time the
+// client puts a connection back in its idle pool.
+func pooled(ctx context.Context) (context.Context, <-chan struct{}) {
+	ch := make(chan struct{}, 100)
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{PutIdleConn: func(err error) {
+		if err == nil {
+			ch <- struct{}{}
+		}
+	}}), ch
+}
+
+func wait(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s within 10 s", what)
+	}
+}
+
+// TestTransportKeepsTheConnectionOfALateAnswer: a request whose deadline
+// passes before the server's answer returns to its caller at the deadline,
+// and the answer, when it comes, is read in the background so that the
+// connection goes back to the pool. net/http alone closes the connection of
+// every request abandoned mid-flight, and the next request opens a new one:
+// at 1,000 concurrent requests that was thousands of connections per burst
+// of expiries.
+func TestTransportKeepsTheConnectionOfALateAnswer(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		linger time.Duration
+		conns  int64
+	}{
+		{"lingering", 2 * time.Second, 1},
+		{"lingering off", -1, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var answered atomic.Bool
+			s := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				answered.Store(false)
+				time.Sleep(300 * time.Millisecond) // a slow server: answers after the client's deadline
+				answered.Store(true)
+				w.WriteHeader(http.StatusGatewayTimeout)
+			}))
+			base := s.Client().Transport.(*http.Transport).Clone()
+			defer base.CloseIdleConnections()
+			c := &http.Client{Transport: httpbudget.NewTransport(base, httpbudget.WithLinger(tc.linger))}
+			for range 4 {
+				ctx, cancel := budget.Start(context.Background(), 20*time.Millisecond)
+				ctx, idle := pooled(ctx)
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
+				resp, err := c.Do(req)
+				done := answered.Load()
+				cancel()
+				if err == nil {
+					_ = resp.Body.Close()
+					t.Fatalf("got %d, want the deadline's error", resp.StatusCode)
+				}
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("err = %v, want one matching context.DeadlineExceeded", err)
+				}
+				if done {
+					t.Fatal("the caller was held until the server answered; it should return at its deadline")
+				}
+				if tc.linger > 0 {
+					wait(t, idle, "connection back in the client's pool after the late answer")
+				} else {
+					wait(t, s.close, "connection closed")
+				}
+			}
+			if got := s.opened.Load(); got != tc.conns {
+				t.Errorf("the server accepted %d connections for 4 late answers, want %d", got, tc.conns)
+			}
+		})
+	}
+}
+
+// TestTransportLingersAfterAnExpiry: by default (NewTransport, the zero
+// Transport's configuration, WithLinger(0)) a Transport lingers once one of
+// its requests has run out of time in flight: the first expiry closes its
+// connection, the next keep theirs.
+func TestTransportLingersAfterAnExpiry(t *testing.T) {
+	t.Parallel()
+	for name, opts := range map[string][]httpbudget.ClientOption{
+		"NewTransport":  nil,
+		"WithLinger(0)": {httpbudget.WithLinger(0)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				time.Sleep(50 * time.Millisecond) // within DefaultLinger of the 10 ms deadline
+				w.WriteHeader(http.StatusGatewayTimeout)
+			}))
+			base := s.Client().Transport.(*http.Transport).Clone()
+			defer base.CloseIdleConnections()
+			c := &http.Client{Transport: httpbudget.NewTransport(base, opts...)}
+			for i := range 3 {
+				ctx, cancel := budget.Start(context.Background(), 10*time.Millisecond)
+				ctx, idle := pooled(ctx)
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
+				if resp, err := c.Do(req); err == nil {
+					_ = resp.Body.Close()
+					t.Fatalf("got %d, want the deadline's error", resp.StatusCode)
+				}
+				cancel()
+				if i == 0 {
+					wait(t, s.close, "the first expiry's connection closed")
+				} else {
+					wait(t, idle, "connection back in the client's pool after the late answer")
+				}
+			}
+			if got := s.opened.Load(); got != 2 {
+				t.Errorf("the server accepted %d connections for 3 late answers, want 2", got)
+			}
+		})
+	}
+}
+
+// TestTransportAbortsACanceledRequest: a caller that is canceled, rather
+// than out of time, is gone for good; the request is aborted at once, as
+// net/http does, and the server's handler sees its context end.
+func TestTransportAbortsACanceledRequest(t *testing.T) {
+	t.Parallel()
+	arrived, ended := make(chan struct{}), make(chan struct{})
+	s := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-r.Context().Done()
+		close(ended)
+	}))
+	base := s.Client().Transport.(*http.Transport).Clone()
+	defer base.CloseIdleConnections()
+	c := &http.Client{Transport: httpbudget.NewTransport(base, httpbudget.WithLinger(time.Hour))}
+	ctx, cancel := budget.Start(context.Background(), time.Hour)
+	defer cancel()
+	go func() { <-arrived; cancel() }()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
+	if resp, err := c.Do(req); !errors.Is(err, context.Canceled) {
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		t.Fatalf("err = %v, want one matching context.Canceled", err)
+	}
+	wait(t, ended, "end of the server handler's context (the linger is an hour)")
+}
+
+// TestTransportReadsTheBodyUnderTheDeadline: once the headers have come,
+// the body is read under the caller's deadline, not the linger.
+func TestTransportReadsTheBodyUnderTheDeadline(t *testing.T) {
+	t.Parallel()
+	s := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "part")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // and the rest never comes
+	}))
+	base := s.Client().Transport.(*http.Transport).Clone()
+	defer base.CloseIdleConnections()
+	c := &http.Client{Transport: httpbudget.NewTransport(base, httpbudget.WithLinger(time.Hour))}
+	ctx, cancel := budget.Start(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got := make(chan error, 1)
+	go func() { _, err := io.ReadAll(resp.Body); got <- err }()
+	select {
+	case err := <-got:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("reading the body: %v, want an error matching context.DeadlineExceeded", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the body's read outlived the caller's deadline (the linger is an hour)")
+	}
+}
+
+// TestTransportStopsLingeringForAHangingServer: a server that never answers
+// holds the connection for the linger only; then the request is aborted
+// and the server's handler sees its context end.
+func TestTransportStopsLingeringForAHangingServer(t *testing.T) {
+	t.Parallel()
+	ended := make(chan struct{})
+	s := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+		close(ended)
+	}))
+	base := s.Client().Transport.(*http.Transport).Clone()
+	defer base.CloseIdleConnections()
+	c := &http.Client{Transport: httpbudget.NewTransport(base, httpbudget.WithLinger(50*time.Millisecond))}
+	ctx, cancel := budget.Start(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
+	if resp, err := c.Do(req); !errors.Is(err, context.DeadlineExceeded) {
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		t.Fatalf("err = %v, want one matching context.DeadlineExceeded", err)
+	}
+	wait(t, ended, "end of the server handler's context after the linger")
+	wait(t, s.close, "connection closed after the linger")
+}
