@@ -38,7 +38,9 @@ var ErrUpstreamExpired = errors.New("httpbudget: upstream refused: budget spent"
 //     [ErrUpstreamExpired] and [context.DeadlineExceeded], marked
 //     [budget.Permanent] so no retry loop retries it, closing its body.
 //
-// It makes no retries of its own. Requests without a deadline pass through
+// It makes no retries of its own. After one of its requests ran out of time
+// in flight, it lingers for the late answers of the next ones, keeping their
+// connections; see [WithLinger]. Requests without a deadline pass through
 // unchanged. A Transport is safe for concurrent use.
 //
 // The zero Transport is ready to use, as http.Transport's is: it sends

@@ -10,7 +10,11 @@
 // Request-Deadline (and optionally Connect-Timeout-Ms and Envoy's upstream
 // timeout), refuses locally, without a network call, when less than the
 // minimum useful time is left, never retries, and reports an upstream's
-// Budget-Expired answer as an error no layer retries. [NewBaseTransport]
+// Budget-Expired answer as an error no layer retries. After a request of
+// its ran out of time in flight, it lingers ([WithLinger]): a caller past its
+// deadline returns at once, and the server's late answer is read in the
+// background so that the connection is kept, rather than closed as net/http
+// closes every abandoned HTTP/1.1 request's. [NewBaseTransport]
 // builds an http.Transport whose connect, TLS and response-header phases are
 // bounded by the request's budget as well as by fixed caps.
 //

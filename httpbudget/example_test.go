@@ -1,6 +1,8 @@
 package httpbudget_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -31,4 +33,26 @@ func ExampleNewHandler() {
 	// Output:
 	// 200  handler has 1.9s
 	// 504 checkout budget: checkout refused on arrival: too little time left
+}
+
+// A client and a server that both speak the budget: the server gives up a
+// margin before the client's deadline and answers 504 with Budget-Expired,
+// which the client's Transport reports as an error no layer retries, inside
+// the client's budget.
+func ExampleNewTransport() {
+	hang := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // gives up when the budget ends, writes nothing
+	})
+	srv := httptest.NewServer(httpbudget.NewHandler(hang, httpbudget.WithStage("pricing"),
+		httpbudget.WithAnswerMargin(50*time.Millisecond)))
+	defer srv.Close()
+
+	client := &http.Client{Transport: httpbudget.NewTransport(nil, httpbudget.WithClientStage("pricing"))}
+	ctx, cancel := budget.Start(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	_, err := client.Do(req)
+	fmt.Println(errors.Is(err, httpbudget.ErrUpstreamExpired), errors.Is(err, context.DeadlineExceeded), ctx.Err() == nil)
+	// Output:
+	// true true true
 }
