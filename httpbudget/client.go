@@ -105,7 +105,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, budget.Refuse(ctx, t.stage(req), now, left, minUseful)
 	}
 	var x *exchange
-	if linger := t.lingerFor(now); linger > 0 {
+	if linger := t.lingerFor(now, left); linger > 0 {
 		x = newExchange(ctx, deadline, linger)
 	}
 	var out *http.Request

@@ -35,10 +35,14 @@ const lingerWindow = 10 * time.Second
 // Lingering sends the request from a goroutine of its own, which costs about
 // 3 µs and 8 allocations on a loopback exchange of 35 µs (BENCHMARKS.md), and
 // holds a connection for at most d after an expiry. The default (zero) pays
-// that only when it pays off: a Transport lingers for [DefaultLinger] during
-// the 10 s after one of its requests ran out of time in flight, and not
-// otherwise, so the first expiry of a burst closes its connection and the
-// rest keep theirs. A positive d lingers for d on every request with a
+// that only when it pays off: a Transport lingers during the 10 s after one
+// of its requests ran out of time in flight, and not otherwise, so the first
+// expiry of a burst closes its connection and the rest keep theirs. It then
+// lingers for [DefaultLinger] or the request's own time left when sent,
+// whichever is less, so a connection is never held more than twice as long
+// as its request could have used it: a service sending 3 ms budgets at
+// 10,000 requests a second to a server that never answers holds about 60
+// connections, not 1,000. A positive d lingers for d on every request with a
 // deadline; a negative d never lingers (net/http's behaviour).
 //
 // A request whose context is canceled, rather than past its deadline, is
@@ -52,8 +56,9 @@ func WithLinger(d time.Duration) ClientOption {
 // processStart anchors the monotonic readings of lastExpiry.
 var processStart = time.Now()
 
-// lingerFor returns how long a request sent at now lingers, zero for not.
-func (t *Transport) lingerFor(now time.Time) time.Duration {
+// lingerFor returns how long a request sent at now with left before its
+// deadline lingers, zero for not.
+func (t *Transport) lingerFor(now time.Time, left time.Duration) time.Duration {
 	switch l := t.cfg.linger; {
 	case l < 0:
 		return 0
@@ -61,7 +66,7 @@ func (t *Transport) lingerFor(now time.Time) time.Duration {
 		return l
 	}
 	if last := t.lastExpiry.Load(); last != 0 && now.Sub(processStart)-time.Duration(last) < lingerWindow {
-		return DefaultLinger
+		return min(DefaultLinger, left)
 	}
 	return 0
 }

@@ -122,7 +122,8 @@ func TestTransportKeepsTheConnectionOfALateAnswer(t *testing.T) {
 // TestTransportLingersAfterAnExpiry: by default (NewTransport, the zero
 // Transport's configuration, WithLinger(0)) a Transport lingers once one of
 // its requests has run out of time in flight: the first expiry closes its
-// connection, the next keep theirs.
+// connection, the next keep theirs. It lingers for DefaultLinger or the
+// request's time left, whichever is less.
 func TestTransportLingersAfterAnExpiry(t *testing.T) {
 	t.Parallel()
 	for name, opts := range map[string][]httpbudget.ClientOption{
@@ -132,14 +133,14 @@ func TestTransportLingersAfterAnExpiry(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			s := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				time.Sleep(50 * time.Millisecond) // within DefaultLinger of the 10 ms deadline
+				time.Sleep(130 * time.Millisecond) // 30 ms past the 100 ms deadline: within the linger
 				w.WriteHeader(http.StatusGatewayTimeout)
 			}))
 			base := s.Client().Transport.(*http.Transport).Clone()
 			defer base.CloseIdleConnections()
 			c := &http.Client{Transport: httpbudget.NewTransport(base, opts...)}
 			for i := range 3 {
-				ctx, cancel := budget.Start(context.Background(), 10*time.Millisecond)
+				ctx, cancel := budget.Start(context.Background(), 100*time.Millisecond)
 				ctx, idle := pooled(ctx)
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
 				if resp, err := c.Do(req); err == nil {
