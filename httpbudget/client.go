@@ -57,8 +57,12 @@ type Transport struct {
 	base http.RoundTripper
 	cfg  clientConfig
 	// lastExpiry is when, after processStart, a request last ran out of
-	// time in flight (0: never); see WithLinger.
+	// time in flight (0: never); futile counts the lingering requests in a
+	// row that got no answer, probes the requests sent meanwhile; see
+	// WithLinger.
 	lastExpiry atomic.Int64
+	futile     atomic.Int32
+	probes     atomic.Uint32
 }
 
 // NewTransport returns a Transport sending through base, or through
@@ -105,8 +109,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, budget.Refuse(ctx, t.stage(req), now, left, minUseful)
 	}
 	var x *exchange
-	if linger := t.lingerFor(now, left); linger > 0 {
-		x = newExchange(ctx, deadline, linger)
+	if linger := t.lingerFor(now); linger > 0 {
+		x = newExchange(ctx, t, deadline, linger)
 	}
 	var out *http.Request
 	if x != nil {

@@ -35,15 +35,15 @@ const lingerWindow = 10 * time.Second
 // Lingering sends the request from a goroutine of its own, which costs about
 // 3 µs and 8 allocations on a loopback exchange of 35 µs (BENCHMARKS.md), and
 // holds a connection for at most d after an expiry. The default (zero) pays
-// that only when it pays off: a Transport lingers during the 10 s after one
-// of its requests ran out of time in flight, and not otherwise, so the first
-// expiry of a burst closes its connection and the rest keep theirs. It then
-// lingers for [DefaultLinger] or the request's own time left when sent,
-// whichever is less, so a connection is never held more than twice as long
-// as its request could have used it: a service sending 3 ms budgets at
-// 10,000 requests a second to a server that never answers holds about 60
-// connections, not 1,000. A positive d lingers for d on every request with a
-// deadline; a negative d never lingers (net/http's behaviour).
+// that only when it pays off. A Transport lingers, for [DefaultLinger],
+// during the 10 s after one of its requests ran out of time in flight, and
+// not otherwise, so the first expiry of a burst closes its connection and the
+// rest keep theirs. When 8 lingering requests in a row got no answer within
+// the linger (a server that does not speak the budget and never answers), it
+// stops, lingering for one request in 16 only, until a late answer comes
+// again: such a server would otherwise hold up to rate × linger connections
+// more than net/http would. A positive d lingers for d on every request with
+// a deadline; a negative d never lingers (net/http's behaviour).
 //
 // A request whose context is canceled, rather than past its deadline, is
 // always aborted at once: its caller is gone for good and the server should
@@ -56,25 +56,48 @@ func WithLinger(d time.Duration) ClientOption {
 // processStart anchors the monotonic readings of lastExpiry.
 var processStart = time.Now()
 
-// lingerFor returns how long a request sent at now with left before its
-// deadline lingers, zero for not.
-func (t *Transport) lingerFor(now time.Time, left time.Duration) time.Duration {
+// futileLimit is how many lingering requests in a row may end with no
+// answer before the default lingering stops, keeping one request in
+// probeEvery to see whether answers come again.
+const (
+	futileLimit = 8
+	probeEvery  = 16
+)
+
+// lingerFor returns how long a request sent at now lingers, zero for not.
+func (t *Transport) lingerFor(now time.Time) time.Duration {
 	switch l := t.cfg.linger; {
 	case l < 0:
 		return 0
 	case l > 0:
 		return l
 	}
-	if last := t.lastExpiry.Load(); last != 0 && now.Sub(processStart)-time.Duration(last) < lingerWindow {
-		return min(DefaultLinger, left)
+	last := t.lastExpiry.Load()
+	if last == 0 || now.Sub(processStart)-time.Duration(last) >= lingerWindow {
+		return 0
 	}
-	return 0
+	if t.futile.Load() >= futileLimit && t.probes.Add(1)%probeEvery != 0 {
+		return 0
+	}
+	return DefaultLinger
 }
 
 // expiredInFlight records that a request ran out of time in flight, which
 // turns the default lingering on for lingerWindow.
 func (t *Transport) expiredInFlight() {
 	t.lastExpiry.Store(int64(time.Since(processStart)) | 1) // never 0
+}
+
+// lingered records how a request that lingered ended: its late answer came
+// (paid) or the linger ran out first.
+func (t *Transport) lingered(paid bool) {
+	if paid {
+		if t.futile.Load() != 0 {
+			t.futile.Store(0)
+		}
+		return
+	}
+	t.futile.Add(1)
 }
 
 // States of an exchange: who owns the answer.
@@ -95,6 +118,7 @@ type exchange struct {
 	done     chan struct{}
 	got      chan struct{} // the round trip returned and the answer is the caller's
 
+	t     *Transport // told how a lingering request ended
 	mu    sync.Mutex
 	err   error
 	funcs []func()    // AfterFunc callbacks, run on abort; nil once stopped
@@ -158,8 +182,8 @@ func (x *exchange) abort(err error) {
 
 // newExchange returns the exchange of a request sent under ctx, whose
 // deadline is deadline, lingering for linger after it.
-func newExchange(ctx context.Context, deadline time.Time, linger time.Duration) *exchange {
-	x := &exchange{Context: ctx, deadline: deadline.Add(linger),
+func newExchange(ctx context.Context, t *Transport, deadline time.Time, linger time.Duration) *exchange {
+	x := &exchange{t: t, Context: ctx, deadline: deadline.Add(linger),
 		done: make(chan struct{}), got: make(chan struct{}, 1)}
 	x.funcs = x.slot[:0]
 	return x
@@ -219,6 +243,7 @@ func (x *exchange) run(base http.RoundTripper, out *http.Request) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
 	}
+	x.t.lingered(err == nil)
 	x.mu.Lock()
 	if x.timer != nil {
 		x.timer.Stop()
