@@ -57,10 +57,11 @@ type Transport struct {
 	base http.RoundTripper
 	cfg  clientConfig
 	// lastExpiry is when, after processStart, a request last ran out of
-	// time in flight (0: never); futile counts the lingering requests in a
-	// row that got no answer, probes the requests sent meanwhile; see
-	// WithLinger.
+	// time in flight (0: never), paidAt when a lingering request last got
+	// its late answer; futile counts the lingering requests in a row that
+	// got none, probes the requests sent meanwhile; see WithLinger.
 	lastExpiry atomic.Int64
+	paidAt     atomic.Int64
 	futile     atomic.Int32
 	probes     atomic.Uint32
 }

@@ -39,9 +39,9 @@ const lingerWindow = 10 * time.Second
 // during the 10 s after one of its requests ran out of time in flight, and
 // not otherwise, so the first expiry of a burst closes its connection and the
 // rest keep theirs. When 8 lingering requests in a row got no answer within
-// the linger (a server that does not speak the budget and never answers), it
-// stops, lingering for one request in 16 only, until a late answer comes
-// again: such a server would otherwise hold up to rate × linger connections
+// the linger and none had one in the last 10 s (a server that does not speak
+// the budget and never answers), it stops, lingering for one request in 16
+// only, until a late answer comes again: such a server would otherwise hold up to rate × linger connections
 // more than net/http would. A positive d lingers for d on every request with
 // a deadline; a negative d never lingers (net/http's behaviour).
 //
@@ -57,8 +57,9 @@ func WithLinger(d time.Duration) ClientOption {
 var processStart = time.Now()
 
 // futileLimit is how many lingering requests in a row may end with no
-// answer before the default lingering stops, keeping one request in
-// probeEvery to see whether answers come again.
+// answer, when none got one within lingerWindow, before the default
+// lingering stops, keeping one request in probeEvery to see whether answers
+// come again.
 const (
 	futileLimit = 8
 	probeEvery  = 16
@@ -76,7 +77,7 @@ func (t *Transport) lingerFor(now time.Time) time.Duration {
 	if last == 0 || now.Sub(processStart)-time.Duration(last) >= lingerWindow {
 		return 0
 	}
-	if t.futile.Load() >= futileLimit && t.probes.Add(1)%probeEvery != 0 {
+	if t.futile.Load() >= futileLimit && !t.paidWithin(now, lingerWindow) && t.probes.Add(1)%probeEvery != 0 {
 		return 0
 	}
 	return DefaultLinger
@@ -92,12 +93,20 @@ func (t *Transport) expiredInFlight() {
 // (paid) or the linger ran out first.
 func (t *Transport) lingered(paid bool) {
 	if paid {
+		t.paidAt.Store(int64(time.Since(processStart)) | 1)
 		if t.futile.Load() != 0 {
 			t.futile.Store(0)
 		}
 		return
 	}
 	t.futile.Add(1)
+}
+
+// paidWithin reports whether a lingering request got its late answer within
+// d before now.
+func (t *Transport) paidWithin(now time.Time, d time.Duration) bool {
+	at := t.paidAt.Load()
+	return at != 0 && now.Sub(processStart)-time.Duration(at) < d
 }
 
 // States of an exchange: who owns the answer.

@@ -47,6 +47,24 @@ func TestLingerFor(t *testing.T) {
 	if got := def.lingerFor(now); got != DefaultLinger {
 		t.Errorf("after a paid linger: lingers %v, want %v", got, DefaultLinger)
 	}
+	// A burst under load: many lingers in a row run out, but one paid
+	// within the window, so lingering stays on.
+	for range 10 * futileLimit {
+		def.lingered(false)
+	}
+	if got := def.lingerFor(now); got != DefaultLinger {
+		t.Errorf("futile lingers, one paid just now: lingers %v, want %v", got, DefaultLinger)
+	}
+	def.paidAt.Store(int64(now.Sub(processStart) - 2*lingerWindow)) // the last paid linger is old
+	n = 0
+	for range 10 * probeEvery {
+		if def.lingerFor(now) > 0 {
+			n++
+		}
+	}
+	if n != 10 {
+		t.Errorf("futile lingers, the last paid %v ago: %d of %d requests lingered, want 10", 2*lingerWindow, n, 10*probeEvery)
+	}
 
 	set := NewTransport(nil, WithLinger(5*time.Second))
 	for range 2 * futileLimit {
