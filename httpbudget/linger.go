@@ -12,7 +12,7 @@ import (
 // DefaultLinger is how long, by default, a [Transport] keeps waiting in the
 // background for the answer to a request whose deadline passed; see
 // [WithLinger].
-const DefaultLinger = 100 * time.Millisecond
+const DefaultLinger = 250 * time.Millisecond
 
 // lingerWindow is how long after a request of a Transport ran out of time
 // in flight the Transport lingers by default.

@@ -1,8 +1,8 @@
 // Command budgetload measures how failures end under load: N concurrent
 // requests cross three HTTP hops on loopback (client → edge → service →
 // backend) to a backend that hangs until its context ends, with 100 ms
-// budgets. It runs three patterns in the same process, one after the other,
-// each with its own fresh servers and connection pools:
+// budgets. It runs four patterns in the same process, each with its own
+// servers and connection pools, their measured rounds interleaved:
 //
 //	budget   the client starts a budget (budget.Start) and sends through
 //	         httpbudget.NewTransport; every hop is an httpbudget.NewHandler
@@ -22,8 +22,13 @@
 // the adaptive answer margins learn the machine, as a running service's
 // would; then one round of N requests to a backend that answers after 20 ms
 // opens N connections at every hop; then -rounds rounds of N hanging
-// requests are measured. It prints, per N and pattern: the client's time past
-// its budget (p50, p99; negative is an answer inside the budget), the
+// requests are measured, one round of each pattern in turn, so that every
+// pattern sees the machine in the same state. When the open-file limit
+// cannot hold every pattern's connections at once (at N = 1000 each needs
+// about 7,000), the patterns are measured in groups that fit, in the order
+// given, the patterns of a group interleaved. It prints, per N and pattern:
+// the client's time past its budget (p50, p99; negative is an answer inside
+// the budget), the
 // backend's work after the client's deadline (p99, zero when it stopped
 // before), connections opened and closed during the measured rounds (all
 // three servers, counted with http.Server.ConnState), and the client's
@@ -91,13 +96,24 @@ func main() {
 		if err != nil || n <= 0 {
 			log.Fatalf("-n: %q is not a positive number", f)
 		}
+		var names []string
 		for _, p := range strings.Split(*patterns, ",") {
+			names = append(names, strings.TrimSpace(p))
+		}
+		// Interleave as many patterns as the open-file limit allows.
+		per := max(1, (files(uint64(filesPer*n*len(names)+filesSpare))-filesSpare)/(filesPer*n))
+		for len(names) > 0 {
+			group := names[:min(per, len(names))]
+			names = names[len(group):]
 			before := loadavg()
-			res, err := run(strings.TrimSpace(p), n, *learn, *rounds, *total)
+			res, err := run(group, n, *learn, *rounds, *total)
 			if err != nil {
 				log.Fatal(err)
 			}
-			fmt.Println(res.row(n, p) + " " + before + " → " + loadavg() + " |")
+			after := loadavg()
+			for i, p := range group {
+				fmt.Println(res[i].row(n, p) + " " + before + " → " + after + " |")
+			}
 			runtime.GC()
 			time.Sleep(300 * time.Millisecond)
 		}
@@ -109,6 +125,7 @@ type result struct {
 	over, orphan, stop                  []time.Duration
 	opened, closed                      int64
 	expired, inBudget, timer, ok, other int
+	otherSeen                           int           // how many of the others were logged
 	cpu                                 time.Duration // CPU time per request, all hops
 	margins                             [3][]time.Duration
 }
@@ -308,25 +325,42 @@ func forward(ctx context.Context, c *http.Client, url string) int {
 	return resp.StatusCode
 }
 
-func run(pattern string, n, learn, rounds int, total time.Duration) (*result, error) {
-	hs, err := setup(pattern, n, total)
-	if err != nil {
-		return nil, err
+// run measures the patterns at n concurrent requests. Each has its own
+// servers and pools, set up, taught and warmed up first; then the measured
+// rounds interleave the patterns (round 1 of each, then round 2 of each, and
+// so on), so that all of them see the machine in the same state.
+func run(patterns []string, n, learn, rounds int, total time.Duration) ([]*result, error) {
+	hss := make([]*hops, len(patterns))
+	for i, p := range patterns {
+		hs, err := setup(p, n, total)
+		if err != nil {
+			return nil, err
+		}
+		defer hs.close()
+		hss[i] = hs
 	}
-	defer hs.close()
-	for range learn {
-		hs.round(pattern, n, total, new(result))
+	res := make([]*result, len(patterns))
+	opened0, closed0 := make([]int64, len(patterns)), make([]int64, len(patterns))
+	for i, hs := range hss {
+		for range learn {
+			hs.round(patterns[i], n, total, new(result))
+		}
+		hs.warmUp(n)
+		opened0[i], closed0[i] = hs.conns()
+		res[i] = new(result)
 	}
-	hs.warmUp(n)
-	opened0, closed0 := hs.conns()
-	cpu0 := cpuTime()
-	res := new(result)
 	for range rounds {
-		hs.round(pattern, n, total, res)
+		for i, hs := range hss {
+			cpu0 := cpuTime()
+			hs.round(patterns[i], n, total, res[i])
+			res[i].cpu += cpuTime() - cpu0
+		}
 	}
-	res.cpu = (cpuTime() - cpu0) / time.Duration(n*rounds)
-	opened, closed := hs.conns()
-	res.opened, res.closed = opened-opened0, closed-closed0
+	for i, hs := range hss {
+		res[i].cpu /= time.Duration(n * rounds)
+		opened, closed := hs.conns()
+		res[i].opened, res[i].closed = opened-opened0[i], closed-closed0[i]
+	}
 	return res, nil
 }
 
@@ -391,7 +425,7 @@ func (hs *hops) round(pattern string, n int, total time.Duration, res *result) {
 	close(start)
 	wg.Wait()
 	// The backend's handlers may still be finishing; give them time.
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond)
 	for i := range n {
 		prev := deadlines[i].UnixNano()
 		for hop := range hs.dls {
@@ -437,6 +471,10 @@ func (r *result) add(over time.Duration, err error, status int) {
 		r.ok++
 	default:
 		r.other++
+		if r.otherSeen < 3 {
+			r.otherSeen++
+			log.Printf("other answer: status %d, error %v", status, err)
+		}
 	}
 }
 
@@ -456,6 +494,30 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// A pattern holds up to N connections at each of its three hops, with both
+// ends in this process, and the careful pattern's reconnects add more:
+// filesPer files per concurrent request, plus filesSpare for the rest.
+const filesPer, filesSpare = 7, 2000
+
+// files raises the process's limit on open files towards want, as far as
+// it may (raising the hard limit needs privilege), and returns the limit.
+func files(want uint64) int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 1 << 20
+	}
+	if lim.Cur < want {
+		raised := lim
+		raised.Cur, raised.Max = want, max(lim.Max, want)
+		if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised) == nil {
+			return int(want)
+		}
+		lim.Cur = max(lim.Cur, min(lim.Max, want))
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	}
+	return int(lim.Cur)
 }
 
 // loadavg returns the machine's one-minute load average, or "?" where
