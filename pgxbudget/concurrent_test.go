@@ -3,6 +3,7 @@ package pgxbudget_test
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -28,9 +29,16 @@ func TestConcurrentExpiries(t *testing.T) {
 	if err := mon.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'").Scan(&used); err != nil {
 		t.Fatal(err)
 	}
-	// 200 when the server allows it; with the default max_connections of
-	// 100, 90 less what other clients hold, keeping the superuser slots free.
+	// 200, the figure, when the server allows it, keeping ten
+	// sessions free (the superuser slots and the monitor). Under CI the
+	// server must allow it: .ci/run raises max_connections to 300. Elsewhere,
+	// with the default max_connections of 100, the test runs 90 less what
+	// other clients hold.
 	n := min(200, maxConns-used-10)
+	if n < 200 && os.Getenv("CI") == "true" {
+		t.Fatalf("only %d sessions free on the server (max_connections %d, %d in use), want 200 under CI: "+
+			".ci/run raises max_connections to 300 (ALTER SYSTEM and a cluster restart)", n, maxConns, used)
+	}
 	if n < 20 {
 		t.Fatalf("only %d sessions free on the server (max_connections %d, %d in use)", n, maxConns, used)
 	}
