@@ -14,11 +14,13 @@ import (
 	"github.com/timebudget/budget"
 )
 
-// TestConcurrentExpiries runs many SELECT pg_sleep(5) at once with 50 ms
-// budgets. Every call returns within its budget plus 5 ms at the 99th
-// percentile, no session is still running its statement 20 ms after its
-// deadline, and the pool serves a normal query at once afterwards without
-// opening a connection.
+// TestConcurrentExpiries runs 200 SELECT pg_sleep(5) at once (fewer when
+// the server allows fewer, except under CI) with 50 ms budgets, six rounds.
+// The calls return soon after their deadline at the 99th percentile (the
+// issue's target is the budget plus 5 ms; the bound asserted is relative to
+// a baseline measured in the same run, see below), no session is still
+// running its statement 20 ms after its deadline, and the pool serves a
+// normal query at once afterwards without opening a connection.
 func TestConcurrentExpiries(t *testing.T) {
 	mon := monitor(t)
 	var maxConns, used int
@@ -125,8 +127,9 @@ func TestConcurrentExpiries(t *testing.T) {
 	// still fails a client-side cancel that waits for the cancel request to
 	// settle (pgx's CancelRequestContextWatcherHandler: 100 ms more) and,
 	// by far, a statement nobody stops (5 s).
-	// A burst of 89 backends on two cores varies more than that from one
-	// burst to the next (one run measured 34 ms against a baseline of 10),
+	// A burst of 89 to 200 backends on two cores varies more than that from
+	// one burst to the next (one run of 89 measured 34 ms against a baseline
+	// of 10; runs of 200 under -race reach 23 ms against 15),
 	// so the margin is also at least the baseline plus 30 ms: still well
 	// under the 100 ms a settling cancel request costs.
 	margin := max(2*baseP99+5*time.Millisecond, baseP99+30*time.Millisecond)
