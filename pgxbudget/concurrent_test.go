@@ -129,10 +129,10 @@ func TestConcurrentExpiries(t *testing.T) {
 	// by far, a statement nobody stops (5 s).
 	// A burst of 89 to 200 backends on two cores varies more than that from
 	// one burst to the next (one run of 89 measured 34 ms against a baseline
-	// of 10; runs of 200 under -race reach 23 ms against 15),
-	// so the margin is also at least the baseline plus 30 ms: still well
-	// under the 100 ms a settling cancel request costs.
-	margin := max(2*baseP99+5*time.Millisecond, baseP99+30*time.Millisecond)
+	// of 10; one of 200 measured 28 ms against 2, others 24 ms against 14
+	// under -race), so the margin is also at least the baseline plus 40 ms:
+	// still well under the 100 ms a settling cancel request costs.
+	margin := max(2*baseP99+5*time.Millisecond, baseP99+40*time.Millisecond)
 	if p99 > margin {
 		t.Errorf("p99 return = deadline + %v, want within %v (baseline p99 %v)", p99, margin, baseP99)
 	}
