@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/pgxbudget"
 )
 
 // TestAllocations pins what a statement costs in allocations, each call
@@ -18,7 +19,7 @@ func TestAllocations(t *testing.T) {
 		t.Skip("allocation counts differ under the race detector")
 	}
 	p, _ := newPool(t, 1)
-	plain := p.Pool()
+	plain, batch := p.Pool(), pgxbudget.WithoutDirectPath(p)
 	var x int
 	with := func(fn func(ctx context.Context) error) func() {
 		return func() {
@@ -51,6 +52,11 @@ func TestAllocations(t *testing.T) {
 			for r.Next() {
 			}
 			return r.Err()
+		}},
+		// pgxbudget's former path, kept for the modes and tracers the direct
+		// one does not cover.
+		{"QueryRow through a pgx.Batch", 47, func(ctx context.Context) error {
+			return batch.QueryRow(ctx, "SELECT 1").Scan(&x)
 		}},
 		{"Exec", 31, func(ctx context.Context) error { _, err := p.Exec(ctx, "SELECT 1"); return err }},
 	} {
