@@ -287,7 +287,12 @@ func (st *stmt) send(ctx context.Context, sql string, args []any) (*pgconn.Pipel
 		// A statement of ours was deallocated behind our back (outside a
 		// transaction, which the error would have aborted): nothing ran,
 		// since a Bind failed, and the cache was reset, so prepare and send
-		// again.
+		// again, with what is left now.
+		ms, _, err := st.cfg.budgetFor(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		st.ms = ms
 		return st.sendOnce(ctx, cs, sql, args)
 	}
 	return pl, rr, err
