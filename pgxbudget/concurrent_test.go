@@ -3,6 +3,7 @@ package pgxbudget_test
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -13,11 +14,13 @@ import (
 	"github.com/timebudget/budget"
 )
 
-// TestConcurrentExpiries runs many SELECT pg_sleep(5) at once with 50 ms
-// budgets. Every call returns within its budget plus 5 ms at the 99th
-// percentile, no session is still running its statement 20 ms after its
-// deadline, and the pool serves a normal query at once afterwards without
-// opening a connection.
+// TestConcurrentExpiries runs 200 SELECT pg_sleep(5) at once (fewer when
+// the server allows fewer, except under CI) with 50 ms budgets, six rounds.
+// The calls return soon after their deadline at the 99th percentile (the
+// issue's target is the budget plus 5 ms; the bound asserted is relative to
+// a baseline measured in the same run, see below), no session is still
+// running its statement 20 ms after its deadline, and the pool serves a
+// normal query at once afterwards without opening a connection.
 func TestConcurrentExpiries(t *testing.T) {
 	mon := monitor(t)
 	var maxConns, used int
@@ -28,9 +31,16 @@ func TestConcurrentExpiries(t *testing.T) {
 	if err := mon.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'").Scan(&used); err != nil {
 		t.Fatal(err)
 	}
-	// 200 when the server allows it; with the default max_connections of
-	// 100, 90 less what other clients hold, keeping the superuser slots free.
+	// 200, the figure, when the server allows it, keeping ten
+	// sessions free (the superuser slots and the monitor). Under CI the
+	// server must allow it: .ci/run raises max_connections to 300. Elsewhere,
+	// with the default max_connections of 100, the test runs 90 less what
+	// other clients hold.
 	n := min(200, maxConns-used-10)
+	if n < 200 && os.Getenv("CI") == "true" {
+		t.Fatalf("only %d sessions free on the server (max_connections %d, %d in use), want 200 under CI: "+
+			".ci/run raises max_connections to 300 (ALTER SYSTEM and a cluster restart)", n, maxConns, used)
+	}
 	if n < 20 {
 		t.Fatalf("only %d sessions free on the server (max_connections %d, %d in use)", n, maxConns, used)
 	}
@@ -117,11 +127,12 @@ func TestConcurrentExpiries(t *testing.T) {
 	// still fails a client-side cancel that waits for the cancel request to
 	// settle (pgx's CancelRequestContextWatcherHandler: 100 ms more) and,
 	// by far, a statement nobody stops (5 s).
-	// A burst of 89 backends on two cores varies more than that from one
-	// burst to the next (one run measured 34 ms against a baseline of 10),
-	// so the margin is also at least the baseline plus 30 ms: still well
-	// under the 100 ms a settling cancel request costs.
-	margin := max(2*baseP99+5*time.Millisecond, baseP99+30*time.Millisecond)
+	// A burst of 89 to 200 backends on two cores varies more than that from
+	// one burst to the next (one run of 89 measured 34 ms against a baseline
+	// of 10; one of 200 measured 28 ms against 2, others 24 ms against 14
+	// under -race), so the margin is also at least the baseline plus 40 ms:
+	// still well under the 100 ms a settling cancel request costs.
+	margin := max(2*baseP99+5*time.Millisecond, baseP99+40*time.Millisecond)
 	if p99 > margin {
 		t.Errorf("p99 return = deadline + %v, want within %v (baseline p99 %v)", p99, margin, baseP99)
 	}

@@ -18,12 +18,14 @@
 //  1. Waiting for a pool connection counts against the budget and is recorded
 //     in the request's ledger as an [budget.EventQueue] named after the stage
 //     ("postgres" by default) with ".acquire" appended.
+//
 //  2. The time left for the statement is the budget's available time
 //     ([budget.Available]) less a reserve for the answer to travel back
 //     (10 ms by default, never more than a fifth of what is available). When
 //     that is under one millisecond the statement is refused with an error
 //     matching [budget.ErrInsufficient] and never reaches the server.
-//  3. The statement is sent in one pipeline (a pgx.Batch, one Sync) behind
+//
+//  3. The statement is sent in one pipeline (one Sync) behind
 //     SELECT set_config('statement_timeout', …, true) and the same for
 //     lock_timeout, so the server enforces the budget itself with no extra
 //     round trip. A pipeline with one Sync is one implicit transaction, so the
@@ -31,6 +33,34 @@
 //     Inside a [Tx] every statement refreshes the settings the same way, and
 //     the BEGIN sets idle_in_transaction_session_timeout too, so a client that
 //     dies in the middle of a transaction does not hold its locks for long.
+//
+//     Query, QueryRow and Exec drive pgconn's pipeline themselves: one Bind
+//     and one Execute for the settings, the same for the statement, one
+//     Sync. For that the package prepares statements on each connection
+//     under names of its own (pgxbudget_1, pgxbudget_2, …) and keeps their
+//     descriptions in a cache per connection, bounded like pgx's by the
+//     connection's StatementCacheCapacity, least recently used out first
+//     and deallocated in the next pipeline. A statement seen for the first
+//     time on a connection costs one more round trip, as in pgx, to prepare
+//     it, and that round trip carries the settings too, so describing it is
+//     bounded by the server as well. Arguments are encoded as pgx encodes
+//     them (pgx.ExtendedQueryBuilder and the connection's type map). This
+//     path is taken when the pool's connections use pgx's default
+//     QueryExecModeCacheStatement with a statement cache and no tracer; the
+//     rest goes through a pgx.Batch with the settings queued first, which
+//     follows the configured query exec mode and calls the tracer: other
+//     modes, a tracer, SendBatch, arguments that begin with a pgx option
+//     (a QueryExecMode, result formats, or a QueryRewriter such as
+//     pgx.NamedArgs), and SQL that is a single word or that the server
+//     will not prepare (a syntax error, outside a transaction, which such an
+//     error would abort), such as the name of a statement prepared with
+//     pgx.Conn.Prepare. If the package's statements disappear from a
+//     connection (DEALLOCATE ALL, DISCARD ALL), the cache is emptied and the
+//     statement, which has not run, is prepared and sent again; outside a
+//     transaction that is invisible to the caller. A statement whose result
+//     type has changed under it (SQLSTATE 0A000) fails once, as in pgx, and
+//     is prepared again on its next use.
+//
 //  4. An error SQLSTATE 57014 (statement_timeout) or 55P03 from lock_timeout,
 //     or any error once the context's deadline has passed, is returned as a
 //     *[budget.Error] with [budget.OutcomeExpired] naming the stage, which

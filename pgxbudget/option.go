@@ -12,6 +12,9 @@ type config struct {
 	reserve time.Duration
 	grace   time.Duration
 	settle  time.Duration
+
+	direct   bool // Query, QueryRow and Exec drive pgconn's pipeline (pipeline.go)
+	capacity int  // of the direct path's statement cache, per connection
 }
 
 const (

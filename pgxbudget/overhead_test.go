@@ -8,48 +8,69 @@ import (
 	"time"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/pgxbudget"
 )
 
 // TestOverheadRatio measures SELECT 1 through pgxbudget and through plain
 // pgx on the same pool, alternating call by call so both see the same
-// machine, and compares the medians. The budget's statement travels in the
-// same round trip, so the server's extra work (one set_config call) and
-// pgx's batch path are what it costs. The bound is 1.10, the target, under
-// BUDGET_OVERHEAD_STRICT=1; otherwise 1.5, a bound that still catches an
-// extra round trip (a ratio near 2). BENCHMARKS.md reports the measured ratio,
-// which is above the target (about 1.15 against a local server, where a
-// round trip is about 45 µs). With -short it makes 400 calls of each
-// instead of 2,000, against the same bound.
+// machine, and compares the medians; it logs the same for pgxbudget's former
+// path through a pgx.Batch, alternated with the other two. Every call has a
+// budget of its own, one second, on every side. The budget's settings travel
+// in the same round trip, so what the comparison shows is the server's work
+// for the settings statement and the client's for sending it and reading its
+// answer. With -short it makes 400 calls of each instead of 2,000, against
+// the same bound.
+//
+// The target is 1.10. Against the local PostgreSQL 15 of a 2-core
+// virtual machine the ratio measures 1.15 to 1.27, with or without -race,
+// quiet or loaded (BENCHMARKS.md; through a pgx.Batch it was 1.19 to 1.38):
+// the settings statement adds about a quarter to the server's CPU time for
+// the round trip (some 6 µs to 24 µs, read from the backend's /proc stat),
+// in every form tried (one or two set_config calls, SET LOCAL), and a
+// loopback round trip is short enough (about 40 µs) for that to show. So the
+// target is asserted only under BUDGET_OVERHEAD_STRICT=1; by default the
+// bound is 1.6, which still fails an extra round trip (a ratio near 2) and
+// leaves room for the median of a bimodal distribution on a loaded machine
+// (1.41 seen once).
 func TestOverheadRatio(t *testing.T) {
 	p, _ := newPool(t, 1)
-	plain := p.Pool()
-	ctx, cancel := budget.Start(context.Background(), time.Minute)
-	defer cancel()
+	plain, batch := p.Pool(), pgxbudget.WithoutDirectPath(p)
 	n := 2000
 	if testing.Short() {
 		n = 400
 	}
-	var a, b []time.Duration
+	calls := []func(ctx context.Context, x *int) error{
+		func(ctx context.Context, x *int) error { return plain.QueryRow(ctx, "SELECT 1").Scan(x) },
+		func(ctx context.Context, x *int) error { return p.QueryRow(ctx, "SELECT 1").Scan(x) },
+		func(ctx context.Context, x *int) error { return batch.QueryRow(ctx, "SELECT 1").Scan(x) },
+	}
+	took := make([][]time.Duration, len(calls))
 	var x int
 	for i := range n + 100 {
-		s := time.Now()
-		if err := plain.QueryRow(ctx, "SELECT 1").Scan(&x); err != nil {
-			t.Fatal(err)
-		}
-		m := time.Now()
-		if err := p.QueryRow(ctx, "SELECT 1").Scan(&x); err != nil {
-			t.Fatal(err)
-		}
-		e := time.Now()
-		if i >= 100 { // warmed up: statements prepared on the connection
-			a, b = append(a, m.Sub(s)), append(b, e.Sub(m))
+		for k := range calls {
+			j := (i + k) % len(calls) // each takes every place in turn
+			ctx, cancel := budget.Start(context.Background(), time.Second)
+			s := time.Now()
+			err := calls[j](ctx, &x)
+			d := time.Since(s)
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i >= 100 { // warmed up: statements prepared on the connection
+				took[j] = append(took[j], d)
+			}
 		}
 	}
-	slices.Sort(a)
-	slices.Sort(b)
+	for _, d := range took {
+		slices.Sort(d)
+	}
+	a, b, c := took[0], took[1], took[2]
 	ratio := float64(b[n/2]) / float64(a[n/2])
-	t.Logf("SELECT 1 p50: plain pgx %v, pgxbudget %v, ratio %.3f; p90: %v, %v", a[n/2], b[n/2], ratio, a[n*9/10], b[n*9/10])
-	limit := 1.5
+	t.Logf("SELECT 1 p50: plain pgx %v, pgxbudget %v, ratio %.3f; p10: %v, %v; p90: %v, %v",
+		a[n/2], b[n/2], ratio, a[n/10], b[n/10], a[n*9/10], b[n*9/10])
+	t.Logf("through a pgx.Batch instead: p50 %v, ratio %.3f", c[n/2], float64(c[n/2])/float64(a[n/2]))
+	limit := 1.6
 	if os.Getenv("BUDGET_OVERHEAD_STRICT") == "1" {
 		limit = 1.10
 	}

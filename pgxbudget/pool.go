@@ -41,10 +41,22 @@ func New(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*Pool, error
 // Wrap returns a Pool running statements on p. Call [Configure] on p's
 // configuration before creating p, or a statement whose context ends on the
 // client side costs its connection, as plain pgx does; the server-side
-// timeouts work either way. Wrap costs one allocation; a nil p gives a Pool
-// whose methods report the mistake.
+// timeouts work either way. A nil p gives a Pool whose methods report the
+// mistake.
+//
+// Wrap reads p's connection configuration once: with pgx's default
+// QueryExecModeCacheStatement, a statement cache and no tracer, Query,
+// QueryRow and Exec drive pgconn's pipeline directly (see the package
+// documentation); otherwise they go through a pgx.Batch.
 func Wrap(p *pgxpool.Pool, opts ...Option) *Pool {
-	return &Pool{pool: p, cfg: newConfig(opts)}
+	c := newConfig(opts)
+	if p != nil {
+		cc := p.Config().ConnConfig
+		c.direct = cc.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement &&
+			cc.StatementCacheCapacity > 0 && cc.Tracer == nil
+		c.capacity = cc.StatementCacheCapacity
+	}
+	return &Pool{pool: p, cfg: c}
 }
 
 // Pool returns the underlying pool, for what the wrapper does not cover
@@ -109,7 +121,8 @@ func outcomeOf(ctx context.Context, err error) budget.Outcome {
 }
 
 func (p *Pool) stmt(c *pgxpool.Conn, ms int64) *stmt {
-	return &stmt{s: c.Conn(), pc: c.Conn().PgConn(), conn: c, cfg: &p.cfg, ms: ms}
+	cc := c.Conn()
+	return &stmt{s: cc, c: cc, pc: cc.PgConn(), conn: c, cfg: &p.cfg, ms: ms}
 }
 
 // Query runs sql with the budget of ctx pushed down and returns its rows,

@@ -19,6 +19,7 @@ type batchSender interface {
 // stmt is one statement (or batch) on its way to the server.
 type stmt struct {
 	s    batchSender
+	c    *pgx.Conn      // for the direct path (pipeline.go)
 	pc   *pgconn.PgConn // whose canceler is armed while the statement runs
 	conn *pgxpool.Conn  // released when the statement is done; nil in a Tx
 	cfg  *config
@@ -48,6 +49,17 @@ func (st *stmt) start(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, erro
 }
 
 func (st *stmt) query(ctx context.Context, sql string, args []any) (pgx.Rows, error) {
+	if st.direct(sql, args) {
+		arm(st.pc, true)
+		pl, rr, err := st.send(ctx, sql, args)
+		if err == nil {
+			return &rows{Rows: pgx.RowsFromResultReader(st.c.TypeMap(), rr), pl: pl, sql: sql, st: st, ctx: ctx}, nil
+		}
+		if err != errFallback {
+			st.done()
+			return nil, expired(ctx, st.cfg.stage, err)
+		}
+	}
 	b := settings(st.ms, st.tx)
 	b.Queue(sql, args...)
 	br, err := st.start(ctx, b)
@@ -67,6 +79,25 @@ func (st *stmt) query(ctx context.Context, sql string, args []any) (pgx.Rows, er
 }
 
 func (st *stmt) exec(ctx context.Context, sql string, args []any) (pgconn.CommandTag, error) {
+	if st.direct(sql, args) {
+		arm(st.pc, true)
+		pl, rr, err := st.send(ctx, sql, args)
+		if err == nil {
+			tag, err := rr.Close()
+			if cerr := pl.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				stateOf(st.pc, st.cfg.capacity).invalidate(sql, err)
+			}
+			st.done()
+			return tag, expired(ctx, st.cfg.stage, err)
+		}
+		if err != errFallback {
+			st.done()
+			return pgconn.CommandTag{}, expired(ctx, st.cfg.stage, err)
+		}
+	}
 	b := settings(st.ms, st.tx)
 	b.Queue(sql, args...)
 	br, err := st.start(ctx, b)
@@ -117,7 +148,9 @@ func release(c *pgxpool.Conn) {
 // had a pool connection of its own, release it on Close.
 type rows struct {
 	pgx.Rows
-	br     pgx.BatchResults // nil without settings
+	br     pgx.BatchResults // nil without settings or on the direct path
+	pl     *pgconn.Pipeline // the direct path's pipeline, closed with the rows
+	sql    string           // on the direct path, for invalidating its statement
 	st     *stmt
 	ctx    context.Context // for the error mapping; pgx's rows keep it too
 	closed bool
@@ -147,6 +180,14 @@ func (r *rows) Close() {
 			r.err = err
 		}
 	}
+	if r.pl != nil {
+		if err := r.pl.Close(); r.err == nil {
+			r.err = err
+		}
+		if r.err != nil {
+			stateOf(r.st.pc, r.st.cfg.capacity).invalidate(r.sql, r.err)
+		}
+	}
 	r.err = expired(r.ctx, r.st.cfg.stage, r.err)
 	r.st.done()
 }
@@ -156,6 +197,14 @@ func (r *rows) Err() error {
 		return r.err
 	}
 	return expired(r.ctx, r.st.cfg.stage, r.Rows.Err())
+}
+
+// Conn returns the connection the rows were read from, as pgx's rows do.
+func (r *rows) Conn() *pgx.Conn {
+	if c := r.Rows.Conn(); c != nil {
+		return c
+	}
+	return r.st.c
 }
 
 // row is the pgx.Row of QueryRow, as pgx's own: the first row, or

@@ -38,7 +38,7 @@ func (t *Tx) budgetFor(ctx context.Context) (int64, error) {
 }
 
 func (t *Tx) stmt(ms int64) *stmt {
-	return &stmt{s: t.tx, pc: t.conn.Conn().PgConn(), cfg: t.cfg, tx: true, ms: ms}
+	return &stmt{s: t.tx, c: t.conn.Conn(), pc: t.conn.Conn().PgConn(), cfg: t.cfg, tx: true, ms: ms}
 }
 
 // Query runs sql in the transaction, as pgx.Tx.Query does.
