@@ -224,7 +224,13 @@ func (x *exchange) roundTrip(ctx context.Context, base http.RoundTripper, out *h
 		x.abort(context.Canceled)
 		return x.resp, x.rtErr
 	}
-	x.resp.Body = &lingerBody{ReadCloser: x.resp.Body, x: x}
+	if rwc, ok := x.resp.Body.(io.ReadWriteCloser); ok {
+		// A 101 Switching Protocols body is the connection itself, which
+		// callers (WebSocket clients) use as an io.ReadWriteCloser.
+		x.resp.Body = &lingerConn{lingerBody{ReadCloser: rwc, x: x}, rwc}
+	} else {
+		x.resp.Body = &lingerBody{ReadCloser: x.resp.Body, x: x}
+	}
 	return x.resp, nil
 }
 
@@ -272,3 +278,11 @@ func (b *lingerBody) Close() error {
 	b.x.abort(context.Canceled)
 	return err
 }
+
+// lingerConn is the lingerBody of a body that can also be written to.
+type lingerConn struct {
+	lingerBody
+	w io.Writer
+}
+
+func (c *lingerConn) Write(p []byte) (int, error) { return c.w.Write(p) }

@@ -246,3 +246,50 @@ func TestTransportStopsLingeringForAHangingServer(t *testing.T) {
 	wait(t, ended, "end of the server handler's context after the linger")
 	wait(t, s.close, "connection closed after the linger")
 }
+
+// TestTransportKeepsASwitchedConnectionWritable: the body of a 101
+// Switching Protocols answer is the connection, which WebSocket clients use
+// as an io.ReadWriteCloser; lingering keeps it one.
+func TestTransportKeepsASwitchedConnectionWritable(t *testing.T) {
+	t.Parallel()
+	s := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+		_ = brw.Flush()
+		line, _ := brw.ReadString('\n')
+		_, _ = brw.WriteString(line)
+		_ = brw.Flush()
+	}))
+	base := s.Client().Transport.(*http.Transport).Clone()
+	defer base.CloseIdleConnections()
+	c := &http.Client{Transport: httpbudget.NewTransport(base, httpbudget.WithLinger(time.Second))}
+	ctx, cancel := budget.Start(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "echo")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("status %d, want 101", resp.StatusCode)
+	}
+	rwc, ok := resp.Body.(io.ReadWriteCloser)
+	if !ok {
+		t.Fatalf("the body of a 101 answer is a %T, not an io.ReadWriteCloser", resp.Body)
+	}
+	if _, err := io.WriteString(rwc, "ping\n"); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 5)
+	if _, err := io.ReadFull(rwc, got); err != nil || string(got) != "ping\n" {
+		t.Fatalf("read %q, %v; want the echo", got, err)
+	}
+}
