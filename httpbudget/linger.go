@@ -33,7 +33,7 @@ const lingerWindow = 10 * time.Second
 // connection to the pool.
 //
 // Lingering sends the request from a goroutine of its own, which costs about
-// 3 µs and 8 allocations on a loopback exchange of 35 µs (BENCHMARKS.md), and
+// 2 µs and 8 allocations on a loopback exchange of about 36 µs (BENCHMARKS.md), and
 // holds a connection for at most d after an expiry. The default (zero) pays
 // that only when it pays off. A Transport lingers, for [DefaultLinger],
 // during the 10 s after one of its requests ran out of time in flight, and
