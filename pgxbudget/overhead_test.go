@@ -28,10 +28,12 @@ import (
 // the round trip (some 6 µs to 24 µs, read from the backend's /proc stat),
 // in every form tried (one or two set_config calls, SET LOCAL), and a
 // loopback round trip is short enough (about 40 µs) for that to show. So the
-// target is asserted only under BUDGET_OVERHEAD_STRICT=1; by default the
-// bound is 1.6, which still fails an extra round trip (a ratio near 2) and
-// leaves room for the median of a bimodal distribution on a loaded machine
-// (1.41 seen once).
+// target is asserted only under BUDGET_OVERHEAD_STRICT=1. By default the
+// bound is 2.0, a gross regression: with two CPU-bound processes beside the
+// test on this 2-core machine the ratio reached 1.70 and 1.77, and an extra
+// round trip is counted on the wire by TestOneRoundTrip instead. The
+// comparison that holds under any load is the one with the pgx.Batch path
+// measured in the same run, below.
 func TestOverheadRatio(t *testing.T) {
 	p, _ := newPool(t, 1)
 	plain, batch := p.Pool(), pgxbudget.WithoutDirectPath(p)
@@ -70,11 +72,17 @@ func TestOverheadRatio(t *testing.T) {
 	t.Logf("SELECT 1 p50: plain pgx %v, pgxbudget %v, ratio %.3f; p10: %v, %v; p90: %v, %v",
 		a[n/2], b[n/2], ratio, a[n/10], b[n/10], a[n*9/10], b[n*9/10])
 	t.Logf("through a pgx.Batch instead: p50 %v, ratio %.3f", c[n/2], float64(c[n/2])/float64(a[n/2]))
-	limit := 1.6
+	limit := 2.0
 	if os.Getenv("BUDGET_OVERHEAD_STRICT") == "1" {
 		limit = 1.10
 	}
 	if ratio > limit {
 		t.Errorf("p50 ratio %.3f, want at most %.2f", ratio, limit)
+	}
+	// The direct pipeline exists to be cheaper than the pgx.Batch path it
+	// replaced (up to 0.11 of plain pgx's time cheaper in the runs measured); in
+	// the same run it must at least not be dearer, with 0.03 for noise.
+	if batchRatio := float64(c[n/2]) / float64(a[n/2]); ratio > batchRatio+0.03 {
+		t.Errorf("direct path p50 ratio %.3f, through a pgx.Batch %.3f: the direct path should not cost more", ratio, batchRatio)
 	}
 }
