@@ -40,6 +40,29 @@ func newConnServer(t *testing.T, h http.Handler) *connServer {
 	return s
 }
 
+// client returns an HTTP client for s whose Transport is NewTransport over
+// a pool of its own, with opts; its idle connections close with the test.
+func (s *connServer) client(t *testing.T, opts ...httpbudget.ClientOption) *http.Client {
+	base := s.Client().Transport.(*http.Transport).Clone()
+	t.Cleanup(base.CloseIdleConnections)
+	return &http.Client{Transport: httpbudget.NewTransport(base, opts...)}
+}
+
+// getFails sends a GET to url under ctx through c and fails the test unless
+// the error matches want.
+func getFails(t *testing.T, c *http.Client, ctx context.Context, url string, want error) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := c.Do(req)
+	if err == nil {
+		_ = resp.Body.Close()
+		t.Fatalf("got %d, want an error matching %v", resp.StatusCode, want)
+	}
+	if !errors.Is(err, want) {
+		t.Fatalf("err = %v, want one matching %v", err, want)
+	}
+}
+
 // pooled returns ctx with a trace that reports on the channel each time the
 // client puts a connection back in its idle pool.
 func pooled(ctx context.Context) (context.Context, <-chan struct{}) {
@@ -86,9 +109,7 @@ func TestTransportKeepsTheConnectionOfALateAnswer(t *testing.T) {
 				answered.Store(true)
 				w.WriteHeader(http.StatusGatewayTimeout)
 			}))
-			base := s.Client().Transport.(*http.Transport).Clone()
-			defer base.CloseIdleConnections()
-			c := &http.Client{Transport: httpbudget.NewTransport(base, httpbudget.WithLinger(tc.linger))}
+			c := s.client(t, httpbudget.WithLinger(tc.linger))
 			for range 4 {
 				ctx, cancel := budget.Start(context.Background(), 20*time.Millisecond)
 				ctx, idle := pooled(ctx)
@@ -136,17 +157,11 @@ func TestTransportLingersAfterAnExpiry(t *testing.T) {
 				time.Sleep(130 * time.Millisecond) // 30 ms past the 100 ms deadline: within the linger
 				w.WriteHeader(http.StatusGatewayTimeout)
 			}))
-			base := s.Client().Transport.(*http.Transport).Clone()
-			defer base.CloseIdleConnections()
-			c := &http.Client{Transport: httpbudget.NewTransport(base, opts...)}
+			c := s.client(t, opts...)
 			for i := range 3 {
 				ctx, cancel := budget.Start(context.Background(), 100*time.Millisecond)
 				ctx, idle := pooled(ctx)
-				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
-				if resp, err := c.Do(req); err == nil {
-					_ = resp.Body.Close()
-					t.Fatalf("got %d, want the deadline's error", resp.StatusCode)
-				}
+				getFails(t, c, ctx, s.URL, context.DeadlineExceeded)
 				cancel()
 				if i == 0 {
 					wait(t, s.close, "the first expiry's connection closed")
@@ -172,19 +187,11 @@ func TestTransportAbortsACanceledRequest(t *testing.T) {
 		<-r.Context().Done()
 		close(ended)
 	}))
-	base := s.Client().Transport.(*http.Transport).Clone()
-	defer base.CloseIdleConnections()
-	c := &http.Client{Transport: httpbudget.NewTransport(base, httpbudget.WithLinger(time.Hour))}
+	c := s.client(t, httpbudget.WithLinger(time.Hour))
 	ctx, cancel := budget.Start(context.Background(), time.Hour)
 	defer cancel()
 	go func() { <-arrived; cancel() }()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
-	if resp, err := c.Do(req); !errors.Is(err, context.Canceled) {
-		if err == nil {
-			_ = resp.Body.Close()
-		}
-		t.Fatalf("err = %v, want one matching context.Canceled", err)
-	}
+	getFails(t, c, ctx, s.URL, context.Canceled)
 	wait(t, ended, "end of the server handler's context (the linger is an hour)")
 }
 
@@ -198,9 +205,7 @@ func TestTransportReadsTheBodyUnderTheDeadline(t *testing.T) {
 		w.(http.Flusher).Flush()
 		<-r.Context().Done() // and the rest never comes
 	}))
-	base := s.Client().Transport.(*http.Transport).Clone()
-	defer base.CloseIdleConnections()
-	c := &http.Client{Transport: httpbudget.NewTransport(base, httpbudget.WithLinger(time.Hour))}
+	c := s.client(t, httpbudget.WithLinger(time.Hour))
 	ctx, cancel := budget.Start(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
@@ -231,18 +236,10 @@ func TestTransportStopsLingeringForAHangingServer(t *testing.T) {
 		<-r.Context().Done()
 		close(ended)
 	}))
-	base := s.Client().Transport.(*http.Transport).Clone()
-	defer base.CloseIdleConnections()
-	c := &http.Client{Transport: httpbudget.NewTransport(base, httpbudget.WithLinger(50*time.Millisecond))}
+	c := s.client(t, httpbudget.WithLinger(50*time.Millisecond))
 	ctx, cancel := budget.Start(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
-	if resp, err := c.Do(req); !errors.Is(err, context.DeadlineExceeded) {
-		if err == nil {
-			_ = resp.Body.Close()
-		}
-		t.Fatalf("err = %v, want one matching context.DeadlineExceeded", err)
-	}
+	getFails(t, c, ctx, s.URL, context.DeadlineExceeded)
 	wait(t, ended, "end of the server handler's context after the linger")
 	wait(t, s.close, "connection closed after the linger")
 }
@@ -265,9 +262,7 @@ func TestTransportKeepsASwitchedConnectionWritable(t *testing.T) {
 		_, _ = brw.WriteString(line)
 		_ = brw.Flush()
 	}))
-	base := s.Client().Transport.(*http.Transport).Clone()
-	defer base.CloseIdleConnections()
-	c := &http.Client{Transport: httpbudget.NewTransport(base, httpbudget.WithLinger(time.Second))}
+	c := s.client(t, httpbudget.WithLinger(time.Second))
 	ctx, cancel := budget.Start(context.Background(), 10*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
