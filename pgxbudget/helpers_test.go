@@ -51,17 +51,25 @@ func poolConfig(t testing.TB, maxConns int32, app string) *pgxpool.Config {
 func newPool(t testing.TB, maxConns int32, opts ...pgxbudget.Option) (*pgxbudget.Pool, string) {
 	t.Helper()
 	app := appName(t)
-	p, err := pgxbudget.New(context.Background(), poolConfig(t, maxConns, app), opts...)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(p.Close)
+	p := newPoolFrom(t, poolConfig(t, maxConns, app), opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := p.Pool().Ping(ctx); err != nil {
 		t.Fatalf("PostgreSQL at %s does not answer: %v", envPostgres, err)
 	}
 	return p, app
+}
+
+// newPoolFrom returns the pool New makes of cfg, closed at the end of the
+// test.
+func newPoolFrom(t testing.TB, cfg *pgxpool.Config, opts ...pgxbudget.Option) *pgxbudget.Pool {
+	t.Helper()
+	p, err := pgxbudget.New(context.Background(), cfg, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(p.Close)
+	return p
 }
 
 // monitor returns a plain connection for watching pg_stat_activity.

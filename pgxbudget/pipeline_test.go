@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/timebudget/budget"
-	"github.com/timebudget/budget/pgxbudget"
 )
 
 // preparedByUs counts the statements the package has prepared on the
@@ -34,11 +33,7 @@ func TestDirectPathStatementCache(t *testing.T) {
 	t.Parallel()
 	cfg := poolConfig(t, 1, appName(t))
 	cfg.ConnConfig.StatementCacheCapacity = 3
-	p, err := pgxbudget.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := newPoolFrom(t, cfg)
 	ctx, cancel := budget.Start(context.Background(), 5*time.Second)
 	defer cancel()
 	queries := []string{"SELECT $1::int + 1", "SELECT $1::int + 2", "SELECT $1::int + 3", "SELECT $1::int + 4", "SELECT $1::int + 5"}
@@ -75,11 +70,7 @@ func TestDirectPathRecovers(t *testing.T) {
 		_, err := c.Prepare(ctx, "plus two", "SELECT $1::int + 2")
 		return err
 	}
-	p, err := pgxbudget.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := newPoolFrom(t, cfg)
 	ctx, cancel := budget.Start(context.Background(), 5*time.Second)
 	defer cancel()
 	one := func(name, sql string, args ...any) int {
@@ -117,7 +108,7 @@ func TestDirectPathRecovers(t *testing.T) {
 	}
 
 	var n int
-	err = p.QueryRow(ctx, "SELECT $1::int", 1, 2).Scan(&n)
+	err := p.QueryRow(ctx, "SELECT $1::int", 1, 2).Scan(&n)
 	if err == nil || errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("two arguments for one parameter: err = %v, want an error", err)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/timebudget/budget"
-	"github.com/timebudget/budget/pgxbudget"
 )
 
 // countingConn counts the writes to the server: pgx flushes what it sends
@@ -40,11 +39,7 @@ func TestOneRoundTrip(t *testing.T) {
 		}
 		return countingConn{Conn: c, writes: &writes}, nil
 	}
-	p, err := pgxbudget.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := newPoolFrom(t, cfg)
 	plain := p.Pool()
 	var x int
 	cases := []struct {
