@@ -1,72 +1,114 @@
-# make test: every guard and every module's tests (with -race), as CI runs them.
+# make test: every guard, every module's tests (with -race), the release check,
+#            and every module again as a user outside the workspace sees it.
+#            Every step runs even after one fails; the run ends with every
+#            failure by name and one line "N passed, N failed, N skipped", and
+#            exits non-zero if anything failed.
+# make test-services: the same, with the local PostgreSQL, MariaDB and
+#            RabbitMQ at their default addresses (CI=true implies it).
+# make release-check: only the release check (see RELEASING.md).
 # make bench: the benchmarks whose figures BENCHMARKS.md reports.
 SHELL := /bin/bash
+.SHELLFLAGS := -u -o pipefail -c
 
-# The integration tests of pgxbudget, sqlbudget and amqpbudget run against
-# these servers (override them, or unset them to skip those tests outside CI).
+# The integration tests of pgxbudget, sqlbudget, amqpbudget, cmd/budget and
+# examples/service run against the servers these variables name. Outside CI an
+# unset or empty variable means "skip those tests" (each says which variable to
+# set); under CI=true, or with make test-services, they get the machine's
+# defaults below and the tests fail if a server is missing.
+ifeq ($(CI),true)
+SERVICES := 1
+endif
+ifdef SERVICES
 export BUDGET_TEST_POSTGRES ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 export BUDGET_TEST_MYSQL ?= root@tcp(127.0.0.1:3306)/test
 export BUDGET_TEST_AMQP ?= amqp://guest:guest@127.0.0.1:5672/
-.SHELLFLAGS := -eu -o pipefail -c
+endif
 
-MODULES := $(shell find . -name go.mod -not -path './out/*' -printf '%h\n' | sort)
+MODULES := $(shell find . -name go.mod -not -path './out/*' -not -path './.test-summary/*' -printf '%h\n' | sort)
 GOTEST_FLAGS ?= -race -shuffle=on -count=1 -timeout=8m
 
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(shell command -v staticcheck 2>/dev/null || echo "go run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)")
 
-.PHONY: test guards fmt-check vet lint root-stdlib unit unit-nowork summary bench services
+.PHONY: test test-services guards fmt-check vet lint root-stdlib unit unit-nowork release-check summary bench
 
 # Each module's go test -json goes through .ci/gotest.awk, which prints what
-# plain go test prints and keeps the counts here for the closing summary.
+# plain go test prints and keeps the counts and the failures' names here for
+# the closing summary.
 SUMMARY_DIR := $(CURDIR)/.test-summary
-GOTEST_FILTER = awk -v skips=$(SUMMARY_DIR)/skips -v counts=$(SUMMARY_DIR)/counts -f $(CURDIR)/.ci/gotest.awk
+FAILURES := $(SUMMARY_DIR)/failures
+GOTEST_FILTER = awk -v skips=$(SUMMARY_DIR)/skips -v counts=$(SUMMARY_DIR)/counts -v failures=$(FAILURES) -v module=$$m -f $(CURDIR)/.ci/gotest.awk
 
-test: guards
-	@rm -rf $(SUMMARY_DIR)
-	@$(MAKE) --no-print-directory unit unit-nowork
-	@$(MAKE) --no-print-directory summary
+# The directory module proxy the release check writes: the released versions
+# that unit-nowork's modules require.
+PROXY_DIR := $(SUMMARY_DIR)/proxy
+NOWORK_ENV = GOWORK=off GOFLAGS= GOPROXY=file://$(PROXY_DIR),$$(go env GOPROXY) GONOSUMDB=github.com/timebudget/budget
+
+# failed NAME records a failure by name for the summary; it never stops the run.
+failed = { echo "$(1)" >> $(FAILURES); }
+
+test:
+	@rm -rf $(SUMMARY_DIR); mkdir -p $(SUMMARY_DIR); touch $(FAILURES) $(SUMMARY_DIR)/counts
+	@$(MAKE) --no-print-directory guards unit release-check unit-nowork; \
+	$(MAKE) --no-print-directory summary
+
+test-services:
+	@$(MAKE) --no-print-directory test SERVICES=1
 
 guards: fmt-check vet lint root-stdlib
 
 fmt-check:
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
-	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi; \
-	echo "guard: gofmt clean"
+	@mkdir -p $(SUMMARY_DIR); out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; $(call failed,guard: gofmt); else echo "guard: gofmt clean"; fi
 
 vet:
-	@for m in $(MODULES); do (cd $$m && go vet ./...) || exit 1; done; echo "guard: go vet clean"
+	@mkdir -p $(SUMMARY_DIR); ok=1; for m in $(MODULES); do (cd $$m && go vet ./...) || { ok=0; $(call failed,guard: go vet $$m); }; done; \
+	[ $$ok = 1 ] && echo "guard: go vet clean" || true
 
 # staticcheck with every check on (staticcheck.conf says which are off and
 # why): each finding it reports is worth fixing, so the lint must stay clean.
 lint:
-	@for m in $(MODULES); do (cd $$m && $(STATICCHECK) ./...) || exit 1; done; echo "guard: staticcheck clean"
+	@mkdir -p $(SUMMARY_DIR); ok=1; for m in $(MODULES); do (cd $$m && $(STATICCHECK) ./...) || { ok=0; $(call failed,guard: staticcheck $$m); }; done; \
+	[ $$ok = 1 ] && echo "guard: staticcheck clean" || true
 
 # The root module is a promise: no requirements, and nothing outside the standard library.
 root-stdlib:
-	@if grep -Eq '^[[:space:]]*require' go.mod; then echo "root go.mod must have no require lines"; exit 1; fi
-	@bad=$$(GOWORK=off go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./... | grep -v '^github.com/timebudget/budget' || true); \
-	if [ -n "$$bad" ]; then echo "root module imports non-stdlib packages:"; echo "$$bad"; exit 1; fi; \
-	echo "guard: root module is stdlib-only"
+	@mkdir -p $(SUMMARY_DIR); if grep -Eq '^[[:space:]]*require' go.mod; then echo "root go.mod must have no require lines"; $(call failed,guard: root go.mod has requirements); fi; \
+	bad=$$(GOWORK=off go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./... | grep -v '^github.com/timebudget/budget' || true); \
+	if [ -n "$$bad" ]; then echo "root module imports non-stdlib packages:"; echo "$$bad"; $(call failed,guard: root module imports non-stdlib packages); \
+	else echo "guard: root module is stdlib-only"; fi
 
 # cmd/budget's demo tests measure real requests on loopback against 100 ms
 # budgets; its packages run one at a time so that the CPU-heavy analyzer tests
-# of budget vet do not starve them.
+# of budget vet do not starve them. A module whose go test fails without a
+# failing test (a build error, a panic, a timeout) is named by the filter.
 unit:
 	@mkdir -p $(SUMMARY_DIR); for m in $(MODULES); do echo "== go test $$m"; p=""; [ "$$m" = ./cmd/budget ] && p="-p 1"; \
-		(cd $$m && go test $(GOTEST_FLAGS) $$p -json ./... | $(GOTEST_FILTER)) || exit 1; done
+		n=$$(wc -l < $(FAILURES)); (cd $$m && go test $(GOTEST_FLAGS) $$p -json ./... 2>&1 | $(GOTEST_FILTER)) || { [ $$(wc -l < $(FAILURES)) -gt $$n ] || $(call failed,$$m: go test failed (see above)); }; done
 
-# Each module must also build and pass on its own, as a user who does not use the
-# workspace sees it (nested modules reach the root through their replace directive).
+# Install every released module from a directory module proxy, as a user
+# outside the repository would (internal/releasecheck; RELEASING.md).
+release-check:
+	@mkdir -p $(SUMMARY_DIR); echo "== release check"; \
+	go run ./internal/releasecheck -proxy $(PROXY_DIR) || $(call failed,release check (go run ./internal/releasecheck))
+
+# Each module must also build and pass on its own, as a user who does not use
+# the workspace sees it: GOWORK=off, the budget modules it requires at their
+# released versions (from the release check's proxy), everything else as go.sum
+# pins it.
 unit-nowork:
-	@mkdir -p $(SUMMARY_DIR); for m in $(MODULES); do echo "== GOWORK=off go test $$m"; (cd $$m && GOWORK=off go test -count=1 -short -timeout=8m -json ./... | $(GOTEST_FILTER)) || exit 1; done
+	@mkdir -p $(SUMMARY_DIR); for m in $(MODULES); do echo "== GOWORK=off go test $$m"; \
+		n=$$(wc -l < $(FAILURES)); (cd $$m && $(NOWORK_ENV) go test -count=1 -short -timeout=8m -json ./... 2>&1 | $(GOTEST_FILTER) label=nowork) || { [ $$(wc -l < $(FAILURES)) -gt $$n ] || $(call failed,[nowork] $$m: go test failed (see above)); }; done
 
-# The closing summary: why tests were skipped (grouped by reason), then one
-# line with the counts of top-level tests over every run above.
+# The closing summary: why tests were skipped (grouped by reason), every
+# failure by name, then one line with the counts over every run above. It
+# exits non-zero when anything failed.
 summary:
 	@if [ -s $(SUMMARY_DIR)/skips ]; then cut -f2- $(SUMMARY_DIR)/skips | sort | uniq -c | sort -rn | \
 		awk '{ n = $$1; $$1 = ""; sub(/^ /, ""); printf "skipped %d× (%s)\n", n, $$0 }'; fi
-	@awk '{ p += $$1; f += $$2; s += $$3 } END { printf "%d passed, %d failed, %d skipped\n", p, f, s }' $(SUMMARY_DIR)/counts
+	@if [ -s $(FAILURES) ]; then echo "failures:"; sed 's/^/  /' $(FAILURES); fi
+	@awk -v f=$$(wc -l < $(FAILURES)) '{ p += $$1; s += $$3 } END { printf "%d passed, %d failed, %d skipped\n", p, f, s }' $(SUMMARY_DIR)/counts
+	@[ ! -s $(FAILURES) ]
 
 bench:
 	@for m in $(MODULES); do (cd $$m && go test -run='^$$' -bench=. -benchmem ./...) || exit 1; done

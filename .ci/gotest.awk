@@ -3,7 +3,11 @@
 # It appends one line per skipped top-level test ("package test<TAB>reason")
 # to the file named by -v skips=FILE, and the counts of top-level tests that
 # passed, failed and were skipped to -v counts=FILE, for the closing summary
-# of `make test` (see the Makefile's summary target).
+# of `make test` (see the Makefile's summary target). Each failure is
+# appended by name to -v failures=FILE: a failed top-level test as
+# "MODULE PACKAGE TEST", a package that failed with no failing test (a build
+# error, a panic, a timeout) as "MODULE PACKAGE (package failed)"; the
+# operand label=NAME marks the lines of one kind of run (such as "nowork").
 
 # field returns the JSON string value of name on the current line, still
 # escaped; go test -json writes one flat object per line.
@@ -30,8 +34,18 @@ function unescape(s) {
 	return s
 }
 
+function record(what) {
+	if (failures == "") return
+	print (label != "" ? "[" label "] " : "") (module != "" ? module ": " : "") what >> failures
+}
+
+# Lines that are not JSON (the go command's own errors, such as a missing
+# go.sum entry) are printed as they are.
+!/^\{/ { print; next }
+
 {
 	action = field("Action"); pkg = field("Package"); test = field("Test")
+	if (action == "fail" && test == "" && !testfailed[pkg]) record(pkg " (package failed: build error, panic or timeout; see above)")
 	if (action == "build-output") { printf "%s", unescape(field("Output")); next }
 	if (action == "output") {
 		out = unescape(field("Output"))
@@ -46,7 +60,11 @@ function unescape(s) {
 	top = index(test, "/") == 0
 	if (action == "fail") {
 		printf "%s", buf[key]
-		if (top) failed++
+		if (top) {
+			failed++
+			testfailed[pkg]++
+			record(pkg " " test)
+		}
 	} else if (action == "pass") {
 		if (top) passed++
 	} else if (top) {

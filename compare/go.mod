@@ -4,10 +4,8 @@ go 1.26.0
 
 require (
 	github.com/failsafe-go/failsafe-go v0.9.8
-	github.com/timebudget/budget v0.0.0
+	github.com/timebudget/budget v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 
 require github.com/bits-and-blooms/bitset v1.24.4 // indirect
-
-replace github.com/timebudget/budget => ../

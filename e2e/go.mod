@@ -4,9 +4,9 @@ go 1.26.0
 
 require (
 	connectrpc.com/connect v1.21.1
-	github.com/timebudget/budget v0.0.0
-	github.com/timebudget/budget/grpcbudget v0.0.0
-	github.com/timebudget/budget/otelbudget v0.0.0
+	github.com/timebudget/budget v0.1.0
+	github.com/timebudget/budget/grpcbudget v0.1.0
+	github.com/timebudget/budget/otelbudget v0.1.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	go.uber.org/goleak v1.3.0
@@ -28,10 +28,4 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
-)
-
-replace (
-	github.com/timebudget/budget => ../
-	github.com/timebudget/budget/grpcbudget => ../grpcbudget
-	github.com/timebudget/budget/otelbudget => ../otelbudget
 )

@@ -2,11 +2,9 @@ module github.com/timebudget/budget/pgxbudget
 
 go 1.26.0
 
-replace github.com/timebudget/budget => ../
-
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/timebudget/budget v0.0.0
+	github.com/timebudget/budget v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 

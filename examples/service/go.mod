@@ -4,9 +4,9 @@ go 1.26.0
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/timebudget/budget v0.0.0
-	github.com/timebudget/budget/grpcbudget v0.0.0
-	github.com/timebudget/budget/pgxbudget v0.0.0
+	github.com/timebudget/budget v0.1.0
+	github.com/timebudget/budget/grpcbudget v0.1.0
+	github.com/timebudget/budget/pgxbudget v0.1.0
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.85.0
 )
@@ -21,10 +21,4 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
-)
-
-replace (
-	github.com/timebudget/budget => ../..
-	github.com/timebudget/budget/grpcbudget => ../../grpcbudget
-	github.com/timebudget/budget/pgxbudget => ../../pgxbudget
 )

@@ -2,12 +2,10 @@ module github.com/timebudget/budget/sqlbudget/internal/drivertest
 
 go 1.26.0
 
-replace github.com/timebudget/budget => ../../../
-
 require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/timebudget/budget v0.0.0
+	github.com/timebudget/budget v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 
