@@ -28,10 +28,10 @@
 // (remaining, needed, budget) as fields for logs rather than in the message.
 //
 // Spending policies draw on the same budget. [Retry] retries only while the
-// backoff and the op's minimum useful time still fit, and a [RetryBudget]
+// backoff and the op's minimum useful time still fit, and a [RetryQuota]
 // shared by a client caps retries at a fraction of its requests. [Hedge]
 // starts a second attempt at the op's latency quantile when time and the
-// retry budget allow. A [Ladder] declines rungs that cannot finish while
+// retry quota allow. A [Ladder] declines rungs that cannot finish while
 // keeping time for its last, cheap rung. [Gather] fans out with one shared
 // deadline and returns by it with what arrived. A [Queue] refuses items that
 // cannot wait and still finish, drops those that expired while queued, and

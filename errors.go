@@ -37,9 +37,10 @@ type Error struct {
 	// such as an [Op] name or "request".
 	Stage string
 	// Outcome says why the work did not complete: OutcomeInsufficient,
-	// OutcomeShed or OutcomeRetrySuppressed when it was refused before
-	// starting, OutcomeExpired when it ran out of time, OutcomeCanceled when
-	// the caller gave up before it could start.
+	// OutcomeShed, OutcomeRetrySuppressed or OutcomeThrottled when it was
+	// refused before starting, OutcomeExpired when it ran out of time,
+	// OutcomeCanceled when the caller gave up before it could start, and
+	// OutcomeLimit when a [Steps] loop reached its bound.
 	Outcome Outcome
 	// Remaining is the time that was left, after the reserve, when the
 	// decision was made. It is negative or zero for an expiry.

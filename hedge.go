@@ -164,7 +164,7 @@ func (h *Hedge) delay(op *Op, now time.Time) (time.Duration, bool) {
 }
 
 // allow reports whether the hedge may start now: op would admit it and the
-// retry budget has a retry for it. Each refusal is recorded.
+// retry quota has a retry for it. Each refusal is recorded.
 func (h *Hedge) allow(ctx context.Context, op *Op) bool {
 	r := read(ctx)
 	if dec := op.AdmitAt(r.now, r.available); !dec.Admit {

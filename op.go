@@ -92,7 +92,7 @@ type Op struct {
 
 	// ProbeEvery is the longest interval between probes while the op
 	// refuses calls on its measurements (see the Op doc for how probes
-	// go). Zero means 250 ms; a negative value disables probes (the op then
+	// go). Zero means 100 ms; a negative value disables probes (the op then
 	// follows the last estimate it learned).
 	ProbeEvery time.Duration
 

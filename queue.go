@@ -48,8 +48,8 @@ var (
 // first use. A Queue must not be copied after first use. It is safe for
 // concurrent use: one mutex guards it, Put and Get allocate nothing when Get
 // does not have to wait, and a waiting Get costs one channel. On a nil *Queue,
-// Put and Get return an error matching [ErrMisconfigured]; Len and Stats
-// report an empty queue.
+// Put and Get return an error matching [ErrMisconfigured] and Stats
+// reports an empty queue.
 type Queue[T any] struct {
 	// Name names the queue in the ledger and in errors. Empty means "queue".
 	Name string

@@ -151,7 +151,7 @@ func (b *RetryQuota) Withdraw(now time.Time) bool {
 	return false
 }
 
-// Balance returns how many retries the budget would allow at now.
+// Balance returns how many retries the quota would allow at now.
 func (b *RetryQuota) Balance(now time.Time) int {
 	if b == nil {
 		return 0
@@ -159,7 +159,7 @@ func (b *RetryQuota) Balance(now time.Time) int {
 	return int(max(b.units(now), 0) / retryScale)
 }
 
-// Suppressed returns how many retries (and hedges) the budget has refused
+// Suppressed returns how many retries (and hedges) the quota has refused
 // since it was created.
 func (b *RetryQuota) Suppressed() int64 {
 	if b == nil {

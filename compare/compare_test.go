@@ -112,7 +112,7 @@ func checkSlowThenRecovered(t *testing.T, res []compare.Result, wasteVsBug, wast
 		t.Errorf("give-up p50: budget %v, careful code %v", bud.GiveUpP50, careful.GiveUpP50)
 	}
 
-	// DESIGN.md's promises against the tuned breaker.
+	// The design's promises against the tuned breaker.
 	if fs.Stopped && bud.StoppedAfter > fs.StoppedAfter {
 		t.Errorf("budget stopped calling after %v, the breaker after %v", bud.StoppedAfter, fs.StoppedAfter)
 	}

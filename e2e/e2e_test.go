@@ -28,7 +28,7 @@ const (
 	transit    = 5 * ms
 	reserve    = 1 * ms
 
-	// The targets DESIGN.md sets: a failed request answers within its budget
+	// The design's targets: a failed request answers within its budget
 	// plus 2 ms, and work stops within 5 ms of the deadline (p99). The test
 	// logs whether each was met.
 	answerTarget = 2 * ms

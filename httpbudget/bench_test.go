@@ -97,7 +97,7 @@ func TestMiddlewareAllocations(t *testing.T) {
 	// one block for the budget's context, state and ledger, the request
 	// copy carrying the new context, and the ResponseWriter wrapper that
 	// lets the middleware answer 504 for a handler that ran out of budget
-	// and wrote nothing: 7 measured. DESIGN.md's target is 6; the seventh
+	// and wrote nothing: 7 measured, the design's target; the seventh
 	// is the price of never reading an expired budget as a 200 OK. Pooling
 	// the wrapper would save it, but a handler's goroutine that writes after
 	// returning (a bug net/http tolerates) would then write into another

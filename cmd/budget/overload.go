@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -90,8 +91,8 @@ var overloadVariants = []overloadVariant{
 	},
 	{
 		key: "failsafe-go", name: "failsafe-go",
-		about: fmt.Sprintf("failsafe-go v0.9.8 tuned as in compare/: a circuit breaker (opens at %.0f%% failures over %d calls in %v, half-open after %v, %d trial calls) around a per-call timeout t, with r.Context()",
-			100*tunedFailsafe.FailureRate, tunedFailsafe.MinCalls, tunedFailsafe.Period, tunedFailsafe.Delay, tunedFailsafe.Trials),
+		about: fmt.Sprintf("failsafe-go %s tuned as in compare/: a circuit breaker (opens at %.0f%% failures over %d calls in %v, half-open after %v, %d trial calls) around a per-call timeout t, with r.Context()",
+			moduleVersion("github.com/failsafe-go/failsafe-go"), 100*tunedFailsafe.FailureRate, tunedFailsafe.MinCalls, tunedFailsafe.Period, tunedFailsafe.Delay, tunedFailsafe.Trials),
 		call: func(s *overloadService, r *http.Request) error {
 			return s.failsafe.WithContext(r.Context()).RunWithExecution(func(e failsafe.Execution[any]) error {
 				return s.dep.call(e.Context())
@@ -365,4 +366,21 @@ func measureOverload(v overloadVariant, st *overloadSetup, samples []overloadSam
 	run.slowOK = ratio(slowOK, run.sentSlow)
 	run.otherP99 = budgettest.Quantile(otherLat, 0.99)
 	return run
+}
+
+// moduleVersion returns the version of the module at path that this binary
+// was built with, as the build records it, or "(version unknown)" when the
+// build did not record it.
+func moduleVersion(path string) string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == path {
+				if d.Replace != nil && d.Replace.Version != "" {
+					return d.Replace.Version
+				}
+				return d.Version
+			}
+		}
+	}
+	return "(version unknown)"
 }
