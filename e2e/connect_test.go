@@ -114,7 +114,10 @@ func TestConnectClientToOurMiddleware(t *testing.T) {
 		if connect.CodeOf(err) != connect.CodeDeadlineExceeded {
 			t.Fatalf("err = %v", err)
 		}
-		if el := time.Since(start); el > 250*ms {
+		// The client's deadline ends the call at 150 ms on a quiet machine
+		// (on a loaded 2-core one, 314 ms was seen); what matters is that the
+		// hang does not hold it: it would hold it forever.
+		if el := time.Since(start); el > 150*ms+time.Second {
 			t.Fatalf("took %v of a 150ms budget", el)
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -129,10 +130,24 @@ func TestAcrossProcesses(t *testing.T) {
 		wg.Wait()
 
 		var ownDeadline, edgeDeadline, orphaned, edgeDone, toEdge, fromEdge []time.Duration
-		var answeredEdge, answeredService int
+		var answeredEdge, answeredService, refused int
+		reportsBy := time.Now().Add(10 * time.Second)
 		for i := range n {
-			hops := lines.wait(t, fmt.Sprintf("hang-%d", i), "edge", "service", "backend")
+			id := fmt.Sprintf("hang-%d", i)
+			hops, complete := lines.waitUntil(reportsBy, id, "edge", "service", "backend")
 			e, s, b := hops["edge"], hops["service"], hops["backend"]
+			if !complete {
+				// A hop that refuses on arrival (too little time left after
+				// a starved CPU delayed the request) never runs its handler,
+				// so the hops behind it report nothing. Its caller must then
+				// have answered 504. More than a few of these fail below.
+				if last, ok := lastReport(hops, "edge", "service"); ok && last.Status == "504" {
+					refused++
+					continue
+				}
+				t.Errorf("%s: no report from every hop, and no hop refused it: %v", id, hops)
+				continue
+			}
 			// Every hop answers the expiry: the backend DEADLINE_EXCEEDED,
 			// the service and the edge 504.
 			if e.Status != "504" || s.Status != "504" || b.Status != "DeadlineExceeded" {
@@ -167,14 +182,19 @@ func TestAcrossProcesses(t *testing.T) {
 		// answers delayed past the margin (at most 1/10 of the time left)
 		// by a starved CPU make the rest. Hence a bound of a quarter, far
 		// above what one shared deadline gives and clear of that noise.
+		reached := n - refused
+		t.Logf("refused on arrival by a hop behind the edge: %d of %d", refused, n)
+		if refused > n/4 {
+			t.Errorf("%d of %d requests were refused on arrival behind the edge; with a %v budget and %v of transit nearly all must reach the backend", refused, n, edgeBudget, transit)
+		}
 		t.Logf("calls ended by the next hop's answer, not by the caller's own deadline: edge %d of %d, service %d of %d",
-			answeredEdge, n, answeredService, n)
+			answeredEdge, reached, answeredService, reached)
 		for _, c := range []struct {
 			hop string
 			got int
 		}{{"edge", answeredEdge}, {"service", answeredService}} {
-			if c.got < n/4 {
-				t.Errorf("the %s's call was answered in %d of %d requests, want at least a quarter: the rest were canceled by its own deadline", c.hop, c.got, n)
+			if c.got < reached/4 {
+				t.Errorf("the %s's call was answered in %d of %d requests, want at least a quarter: the rest were canceled by its own deadline", c.hop, c.got, reached)
 			}
 		}
 		p99 := q(over, 0.99)
@@ -335,6 +355,36 @@ func (c *collector) wait(t *testing.T, id string, hops ...string) map[string]rep
 			t.Fatalf("%s: no report from every one of %v: %v", id, hops, got)
 		}
 	}
+}
+
+// waitUntil returns the lines of request id from the given hops, waiting
+// until the deadline for them; complete reports whether every hop reported.
+func (c *collector) waitUntil(deadline time.Time, id string, hops ...string) (got map[string]report.Line, complete bool) {
+	timer := time.NewTimer(max(time.Until(deadline), 0))
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		got, added := maps.Clone(c.byID[id]), c.added
+		c.mu.Unlock()
+		if !slices.ContainsFunc(hops, func(h string) bool { _, ok := got[h]; return !ok }) {
+			return got, true
+		}
+		select {
+		case <-added:
+		case <-timer.C:
+			return got, false
+		}
+	}
+}
+
+// lastReport returns the line of the last of hops, in order, that reported.
+func lastReport(got map[string]report.Line, hops ...string) (report.Line, bool) {
+	for i := len(hops) - 1; i >= 0; i-- {
+		if l, ok := got[hops[i]]; ok {
+			return l, true
+		}
+	}
+	return report.Line{}, false
 }
 
 // lineWriter parses a program's standard output into report lines.

@@ -187,6 +187,15 @@ func TestDatabaseHopAgainstPostgres(t *testing.T) {
 	if !strings.HasPrefix(s.Database, "database hop: payment's work runs in PostgreSQL") {
 		t.Errorf("database note %q", s.Database)
 	}
+	var none *dbReport
+	for _, p := range s.Patterns {
+		if p.Key == "none" {
+			none = p.Database
+		}
+	}
+	if none == nil || none.CallerLeft == 0 || none.AfterCallerLeftMs.Max < 200 {
+		t.Fatalf("no timeout: the server should run on long after its callers left (%+v)", none)
+	}
 	for _, p := range s.Patterns {
 		d := p.Database
 		if d == nil {
@@ -200,8 +209,13 @@ func TestDatabaseHopAgainstPostgres(t *testing.T) {
 		}
 		switch p.Key {
 		case "shared", "admission":
-			if d.AfterCallerLeftMs.P99 > 50 {
-				t.Errorf("%s: the server ran on %.0fms (p99) after the caller left; statement_timeout should stop it", p.Name, d.AfterCallerLeftMs.P99)
+			// The server's own statement_timeout stops the statement near
+			// the deadline: a small part of what runs on without it, in the
+			// same run (on a quiet machine under 50 ms against about 800).
+			// How small depends on how busy the machine and the sampler are.
+			if d.AfterCallerLeftMs.P99 > 50 && d.AfterCallerLeftMs.P99 > none.AfterCallerLeftMs.P50/4 {
+				t.Errorf("%s: the server ran on %.0fms (p99) after the caller left, against %.0fms (p50) without a timeout; statement_timeout should stop it",
+					p.Name, d.AfterCallerLeftMs.P99, none.AfterCallerLeftMs.P50)
 			}
 		case "per-call":
 			// pgx sends a cancel request when the context ends: the server
@@ -209,16 +223,13 @@ func TestDatabaseHopAgainstPostgres(t *testing.T) {
 			if d.CallerLeft == 0 {
 				t.Errorf("%s: no caller left before its answer", p.Name)
 			}
-		case "none":
-			if d.CallerLeft == 0 || d.AfterCallerLeftMs.Max < 200 {
-				t.Errorf("%s: caller left %d statements, the server ran on at most %.0fms; plain pgx should leave it running",
-					p.Name, d.CallerLeft, d.AfterCallerLeftMs.Max)
-			}
 		}
-	}
-	for i := range s.Patterns {
-		if d := s.Patterns[i].Database; d.Statements == 0 {
-			t.Errorf("%s sent no statement", s.Patterns[i].Name)
+		// Admission may refuse every statement once it has learned that
+		// payment takes longer than the budget (sooner on a busy machine,
+		// where the hops before it leave less time): that is its job. Every
+		// other pattern sends each request's statement.
+		if d.Statements == 0 && p.Key != "admission" {
+			t.Errorf("%s sent no statement", p.Name)
 		}
 	}
 }
