@@ -74,10 +74,9 @@ func checkModuleFiles(repo, dir string, files []string, modDirs map[string]bool)
 		}
 		zf = append(zf, trackedFile{rel: rel, abs: filepath.Join(repo, f)})
 	}
-	cf, err := modzip.CheckFiles(zf)
-	if err != nil {
-		return []string{fmt.Sprintf("%s: %v", dir, err)}
-	}
+	// CheckFiles also returns the findings below as one error; they are
+	// reported one by one instead, with paths from the repository's root.
+	cf, _ := modzip.CheckFiles(zf)
 	var bad []string
 	for _, fe := range cf.Invalid {
 		bad = append(bad, fmt.Sprintf("%s: %v", path.Join(dir, fe.Path), fe.Err))
@@ -96,7 +95,7 @@ func checkGoMod(repo, dir string, released map[string]bool) []string {
 	if err != nil {
 		return []string{fmt.Sprintf("%s: %v", name, err)}
 	}
-	mf, err := modfile.ParseLax(name, data, nil)
+	mf, err := modfile.Parse(name, data, nil)
 	if err != nil {
 		return []string{err.Error()}
 	}
