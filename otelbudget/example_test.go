@@ -1,66 +1,32 @@
 package otelbudget_test
 
 import (
-	"bufio"
+	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-
+	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/httpbudget"
 	"github.com/timebudget/budget/otelbudget"
 )
 
-// A server that reports its budgets to Prometheus through the OpenTelemetry
-// Prometheus exporter, and serves them on /metrics. A request that arrives
-// with its deadline already passed is refused, and the refusal is counted in
-// budget_refusals_total.
+// A server whose budgets are reported to the global OpenTelemetry meter
+// provider (set it with otel.SetMeterProvider to an SDK provider with the
+// Prometheus exporter or an OTLP reader), and whose Ops report through the
+// same observer.
 func Example() {
-	registry := prometheus.NewRegistry()
-	exporter, err := otelprom.New(otelprom.WithRegisterer(registry), otelprom.WithoutScopeInfo(),
-		otelprom.WithoutTargetInfo())
+	observer, err := otelbudget.NewObserver() // the global meter provider
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
-	meters := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
-	observer, err := otelbudget.NewObserver(otelbudget.WithMeterProvider(meters))
-	if err != nil {
-		panic(err)
-	}
-
-	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") })
-	mux := http.NewServeMux()
-	mux.Handle("/", httpbudget.NewHandler(app, httpbudget.WithObserver(observer)))
-	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-
-	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/", nil)
-	req.Header.Set("Request-Timeout-Ms", "0") // the caller's deadline has passed
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		panic(err)
-	}
-	resp.Body.Close()
-	fmt.Println(resp.Status)
-
-	resp, err = http.Get(srv.URL + "/metrics")
-	if err != nil {
-		panic(err)
-	}
-	defer resp.Body.Close()
-	lines := bufio.NewScanner(resp.Body)
-	for lines.Scan() {
-		if strings.HasPrefix(lines.Text(), "budget_refusals_total{") {
-			fmt.Println(lines.Text())
+	prices := &budget.Op{Name: "prices", Observer: observer}
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := prices.Do(r.Context(), func(ctx context.Context) error { return nil }); err != nil {
+			http.Error(w, "prices unavailable", httpbudget.StatusOf(err))
+			return
 		}
-	}
-	// Output:
-	// 504 Gateway Timeout
-	// budget_refusals_total{reason="expired",stage="request"} 1
+		fmt.Fprintln(w, "hello")
+	})
+	http.Handle("/", httpbudget.NewHandler(app, httpbudget.WithObserver(observer)))
 }

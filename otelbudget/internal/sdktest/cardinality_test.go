@@ -1,4 +1,4 @@
-package otelbudget_test
+package sdktest_test
 
 import (
 	"context"
