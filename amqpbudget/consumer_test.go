@@ -11,6 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/amqpbudget"
+	"github.com/timebudget/budget/wire"
 )
 
 // acks records what a consumer did with a delivery.
@@ -75,7 +76,7 @@ func TestConsumerDeadline(t *testing.T) {
 			a := &acks{}
 			var left time.Duration
 			var hasDeadline bool
-			c := &amqpbudget.Consumer{DeadLetter: tc.deadLetter, Default: tc.def,
+			c := &amqpbudget.Consumer{DeadLetter: tc.deadLetter, Policy: &wire.Policy{Default: tc.def},
 				Handler: func(ctx context.Context, _ amqp.Delivery) error {
 					left, hasDeadline = budget.Remaining(ctx)
 					return nil
