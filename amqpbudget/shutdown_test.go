@@ -15,35 +15,36 @@ import (
 	"github.com/timebudget/budget/amqpbudget"
 )
 
-// declareQueue declares a fresh auto-deleted queue and returns its name.
-func declareQueue(t *testing.T, ch *amqp.Channel) string {
+// declareQueue declares a fresh queue with args, deleted after the test, and
+// returns its name.
+func declareQueue(t *testing.T, ch *amqp.Channel, args amqp.Table) string {
 	t.Helper()
 	name := fmt.Sprintf("amqpbudget-test-%d-%d", os.Getpid(), time.Now().UnixNano())
-	if _, err := ch.QueueDeclare(name, false, false, false, false, nil); err != nil {
+	if _, err := ch.QueueDeclare(name, false, false, false, false, args); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = ch.QueueDelete(name, false, false, false) })
 	return name
 }
 
-// publishConfirmed publishes n messages with a budget of budgetEach and
-// returns how many the broker confirmed.
-func publishConfirmed(t *testing.T, ch *amqp.Channel, queue string, n int, budgetEach time.Duration) int {
+// publishConfirmed publishes n messages to queue, message i with the budget
+// budgetOf(i), with publisher confirms, and returns how many the broker
+// took and how many Publish refused for lack of time.
+func publishConfirmed(t *testing.T, ch *amqp.Channel, queue string, n int, budgetOf func(i int) time.Duration) (in, refused int) {
 	t.Helper()
 	if err := ch.Confirm(false); err != nil {
 		t.Fatal(err)
 	}
 	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, n))
 	for i := range n {
-		ctx, cancel := budget.Start(context.Background(), budgetEach)
+		ctx, cancel := budget.Start(context.Background(), budgetOf(i))
 		err := amqpbudget.Publish(ctx, ch, "", queue, false, false, amqp.Publishing{Body: []byte(fmt.Sprint(i))})
 		cancel()
 		if err != nil {
-			t.Fatal(err)
+			refused++
 		}
 	}
-	in := 0
-	for range n {
+	for range n - refused {
 		select {
 		case c := <-confirms:
 			if c.Ack {
@@ -53,7 +54,32 @@ func publishConfirmed(t *testing.T, ch *amqp.Channel, queue string, n int, budge
 			t.Fatalf("publisher confirms stopped after %d", in)
 		}
 	}
-	return in
+	return in, refused
+}
+
+// minuteEach gives every message a minute.
+func minuteEach(int) time.Duration { return time.Minute }
+
+// streamed publishes n messages with a minute each to a fresh queue and
+// returns the publishing channel, a consumer channel with the prefetch set,
+// the queue and how many messages the broker took.
+func streamed(t *testing.T, conn *amqp.Connection, n, prefetch int) (ch, cch *amqp.Channel, queue string, in int) {
+	t.Helper()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ch.Close() })
+	queue = declareQueue(t, ch, nil)
+	in, _ = publishConfirmed(t, ch, queue, n, minuteEach)
+	if cch, err = conn.Channel(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cch.Close() })
+	if err := cch.Qos(prefetch, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	return ch, cch, queue, in
 }
 
 // ready returns the number of messages ready in queue, waiting until it stops
@@ -124,22 +150,7 @@ func drain(t *testing.T, conn *amqp.Connection, queue string) (total, redelivere
 // for the shutdown: every one published is processed, expired or back in the
 // queue once the consumer's channel is closed, and none is rejected.
 func TestRunStopReturnsMessages(t *testing.T) {
-	conn := dial(t)
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ch.Close() }()
-	queue := declareQueue(t, ch)
-	in := publishConfirmed(t, ch, queue, 200, time.Minute)
-
-	cch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cch.Qos(50, 0, false); err != nil {
-		t.Fatal(err)
-	}
+	ch, cch, queue, in := streamed(t, dial(t), 200, 50)
 	deliveries, err := cch.Consume(queue, "", false, false, false, false, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -174,22 +185,7 @@ func TestRunStopReturnsMessages(t *testing.T) {
 // the returned ones are exactly those the broker then redelivers.
 func TestConsumeStopReturnsMessages(t *testing.T) {
 	conn := dial(t)
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ch.Close() }()
-	queue := declareQueue(t, ch)
-	in := publishConfirmed(t, ch, queue, 300, time.Minute)
-
-	cch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cch.Close() }()
-	if err := cch.Qos(50, 0, false); err != nil {
-		t.Fatal(err)
-	}
+	_, cch, queue, in := streamed(t, conn, 300, 50)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var ok atomic.Int64
