@@ -144,7 +144,7 @@ func (c *Consumer) handle(parent context.Context, d amqp.Delivery, back func(amq
 	if p == nil {
 		p = &zeroPolicy
 	}
-	h := table(d.Headers)
+	h := headersOf(d.Headers)
 	at := sent(d, h)
 	a := edge.Arrival{Adapter: "amqpbudget", Stage: c.stage(), Observer: c.Observer}
 	ctx, cancel, dec, err := a.Arrive(parent, p, edge.Request{Header: h, Now: now, Sent: at})

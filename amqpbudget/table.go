@@ -3,44 +3,111 @@ package amqpbudget
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/timebudget/budget/wire"
 )
 
-// table reads a message's headers as a [wire.Header], so that the inbound
-// policy reads a message as it reads an HTTP request or gRPC metadata.
+// headers are a message's budget headers, read as a [wire.Header] so that
+// the inbound policy reads a message as it reads gRPC metadata or an HTTP
+// request.
 //
 // AMQP header names are case-sensitive and publishers spell them as they
-// like, so every key equal to the asked name in ASCII case counts, as
-// repeated fields of an HTTP request do: the strictest usable value wins
-// and every malformed one is counted. The keys are read in sorted order, so
-// the outcome never depends on the order in which a map is iterated.
+// like, so every key equal to a budget header's name in ASCII case counts,
+// as repeated fields of an HTTP request do: the strictest usable value wins
+// and every malformed one is counted. The spellings of one header are read
+// in the sorted order of their keys, so the outcome never depends on the
+// order in which a map is iterated.
 //
 // Values of the integer types other publishers use are read as decimal
 // numbers (a negative one is then malformed, for want of a sign in the
 // grammar); a value of any other type (a float, a boolean, a nested table)
-// is malformed.
-type table amqp.Table
+// is malformed. Other headers are not read.
+type headers struct {
+	vals [maxNames][]string
+	one  [maxNames]string // holds the usual single value of a header
+}
 
-// Values returns the values of every key equal to name in ASCII case.
-func (t table) Values(name string) []string {
-	var keys []string
-	for k := range t {
-		if len(k) == len(name) && equalFold(k, name) {
-			keys = append(keys, k)
+// maxNames is how many headers a consumer reads: the nine inbound sources
+// of package wire and Request-Attempt. Should wire read more, the package
+// panics when it loads, and every test says so.
+const maxNames = 10
+
+// headersOf reads t's budget headers. It allocates once, and once more for
+// each header sent under several spellings.
+func headersOf(t amqp.Table) *headers {
+	h := new(headers)
+	var mixed bool
+	for k, v := range t {
+		i := known(k)
+		if i < 0 {
+			continue
+		}
+		if h.vals[i] != nil {
+			mixed = true
+			continue
+		}
+		h.one[i] = text(v)
+		h.vals[i] = h.one[i : i+1 : i+1]
+	}
+	if !mixed {
+		return h
+	}
+	for i := range names { // rare: read every spelling, in the order of the keys
+		var keys []string
+		for k := range t {
+			if known(k) == i {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) < 2 {
+			continue
+		}
+		slices.Sort(keys)
+		h.vals[i] = make([]string, len(keys))
+		for j, k := range keys {
+			h.vals[i][j] = text(t[k])
 		}
 	}
-	if len(keys) == 0 {
-		return nil
+	return h
+}
+
+// Values returns the values of the header named name, lowercase.
+func (h *headers) Values(name string) []string {
+	for i, n := range names {
+		if n == name {
+			return h.vals[i]
+		}
 	}
-	slices.Sort(keys)
-	vals := make([]string, len(keys))
-	for i, k := range keys {
-		vals[i] = text(t[k])
+	return nil
+}
+
+// names are the lowercase names of the headers a consumer reads: every
+// inbound source of package wire, and Request-Attempt.
+var names = func() []string {
+	var n []string
+	for s := wire.Sources(1); s <= wire.SourcesAll; s <<= 1 {
+		if h := s.Header(); h != "" {
+			n = append(n, strings.ToLower(h))
+		}
 	}
-	return vals
+	n = append(n, strings.ToLower(wire.HeaderRequestAttempt))
+	if len(n) > maxNames {
+		panic("amqpbudget: more budget headers than maxNames")
+	}
+	return n
+}()
+
+// known returns the index in names of the header k spells, or -1.
+func known(k string) int {
+	for i, n := range names {
+		if len(k) == len(n) && equalFold(k, n) {
+			return i
+		}
+	}
+	return -1
 }
 
 // notText stands for a value of a type no budget header has. It is not a
@@ -101,7 +168,7 @@ func equalFold(a, b string) bool {
 // is used. Whether that instant is believable is the policy's business
 // ([wire.Policy.DecideSent]): one in our future beyond the skew threshold
 // adds no time.
-func sent(d amqp.Delivery, h table) time.Time {
+func sent(d amqp.Delivery, h *headers) time.Time {
 	rel, abs := h.Values("request-timeout-ms"), h.Values("request-deadline")
 	if len(rel) == 1 && len(abs) == 1 {
 		r, rok, _ := wire.ParseRequestTimeout(rel[0])
