@@ -3,8 +3,10 @@ package amqpbudget_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"strconv"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -13,24 +15,26 @@ import (
 	"github.com/timebudget/budget/wire"
 )
 
+// policyCase is a message and the budget a consumer under p gives it.
+type policyCase struct {
+	name      string
+	p         *wire.Policy
+	headers   amqp.Table
+	sentAt    time.Duration // the message timestamp, from now; 0: none
+	deadline  time.Duration // a Request-Deadline, from now, added to headers; 0: none
+	left      time.Duration // 0: no deadline
+	refused   bool          // rejected for a malformed value, handler not run
+	skewed    bool
+	malformed bool
+}
+
 // TestConsumerPolicy: a consumer decides a message's budget with wire.Policy, as an
 // HTTP or gRPC server does, and trusts a publisher no further than the policy says.
 func TestConsumerPolicy(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
-	now := time.Now()
 	const huge = "9999999999" // Request-Timeout-Ms's largest: 115 days
-	for _, tc := range []struct {
-		name      string
-		p         *wire.Policy
-		headers   amqp.Table
-		timestamp time.Time
-		left      time.Duration // 0: no deadline
-		tolerance time.Duration
-		refused   bool // rejected for a malformed value, handler not run
-		skewed    bool
-		malformed bool
-	}{
+	for _, tc := range []policyCase{
 		{name: "untrusted publisher: Default, whatever it asks", p: &wire.Policy{Trust: wire.SourcesNone, Default: 300 * ms},
 			headers: amqp.Table{"Request-Timeout-Ms": huge}, left: 300 * ms},
 		{name: "untrusted publisher, no Default: Max", p: &wire.Policy{Trust: wire.SourcesNone, Max: 400 * ms},
@@ -39,12 +43,16 @@ func TestConsumerPolicy(t *testing.T) {
 		{name: "Max caps 292 years", p: &wire.Policy{Max: time.Second}, headers: amqp.Table{"Request-Deadline": "999999999999999"}, left: time.Second},
 		{name: "Max applies to a message with no budget", p: &wire.Policy{Max: time.Second}, left: time.Second},
 		{name: "timestamp an hour ahead adds nothing", p: &wire.Policy{}, headers: amqp.Table{"Request-Timeout-Ms": "1000"},
-			timestamp: now.Add(time.Hour), left: time.Second, skewed: true},
+			sentAt: time.Hour, left: time.Second, skewed: true},
 		{name: "stamp pair an hour ahead adds nothing", p: &wire.Policy{},
-			headers:   amqp.Table{"Request-Timeout-Ms": "1000", "Request-Deadline": unixMs(now.Add(time.Hour + time.Second))},
-			timestamp: now.Add(time.Hour), left: time.Second, skewed: true},
+			headers: amqp.Table{"Request-Timeout-Ms": "1000"}, deadline: time.Hour + time.Second,
+			sentAt: time.Hour, left: time.Second, skewed: true},
+		{name: "stamp pair: the wait in the queue is charged", p: &wire.Policy{},
+			headers: amqp.Table{"Request-Timeout-Ms": "1000"}, deadline: 600 * ms, sentAt: -time.Second, left: 600 * ms},
+		{name: "timestamp only: the wait is charged", p: &wire.Policy{},
+			headers: amqp.Table{"Request-Timeout-Ms": "5000"}, sentAt: -3 * time.Second, left: 2 * time.Second},
 		{name: "timestamp within the skew: counted from arrival", p: &wire.Policy{}, headers: amqp.Table{"Request-Timeout-Ms": "1000"},
-			timestamp: now.Add(100 * ms), left: time.Second},
+			sentAt: 100 * ms, left: time.Second},
 		{name: "negative number: malformed, counted, Default applies", p: &wire.Policy{Default: 300 * ms},
 			headers: amqp.Table{"Request-Timeout-Ms": int64(-5)}, left: 300 * ms, malformed: true},
 		{name: "negative text: malformed", p: &wire.Policy{Default: 300 * ms},
@@ -63,45 +71,62 @@ func TestConsumerPolicy(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if tc.tolerance == 0 {
-				tc.tolerance = 50 * ms
-			}
-			// Map order is random: several runs would show a case-dependent outcome.
-			for range 20 {
-				a := &acks{}
-				var left time.Duration
-				var has, ran bool
-				c := &amqpbudget.Consumer{Policy: tc.p, Handler: func(ctx context.Context, _ amqp.Delivery) error {
-					left, has = budget.Remaining(ctx)
-					ran = true
-					return nil
-				}}
-				err := c.Handle(context.Background(), amqp.Delivery{Acknowledger: a, Headers: tc.headers, Timestamp: tc.timestamp})
-				st := c.Stats()
-				if (st.Skewed == 1) != tc.skewed || (st.Malformed == 1) != tc.malformed {
-					t.Fatalf("stats %+v; want skewed %v, malformed %v", st, tc.skewed, tc.malformed)
-				}
-				if tc.refused {
-					if ran || !errors.Is(err, wire.ErrMalformed) || st.Refused != 1 || a.rejected != 1 || a.requeued {
-						t.Fatalf("ran %v, err %v, stats %+v, rejected %d (requeue %v); want a refusal without requeueing",
-							ran, err, st, a.rejected, a.requeued)
-					}
-					continue
-				}
-				if err != nil || !ran || a.acked != 1 {
-					t.Fatalf("err %v, ran %v, acked %d", err, ran, a.acked)
-				}
-				if tc.left == 0 {
-					if has {
-						t.Fatalf("handler has a deadline (%v left), want none", left)
-					}
-					continue
-				}
-				if !has || left > tc.left || left < tc.left-tc.tolerance {
-					t.Fatalf("handler has %v left (deadline %v), want %v (-%v)", left, has, tc.left, tc.tolerance)
-				}
-			}
+			// On the bubble's clock, time moves only when every goroutine waits:
+			// what the handler sees is exact.
+			synctest.Test(t, func(t *testing.T) { consumeOnce(t, tc) })
 		})
+	}
+}
+
+// consumeOnce hands one message, 20 times over (map order is random: a
+// case-dependent outcome would show), to a consumer under p and checks what
+// its handler got.
+func consumeOnce(t *testing.T, tc policyCase) {
+	now := time.Now()
+	headers := maps.Clone(tc.headers)
+	if tc.deadline != 0 {
+		if headers == nil {
+			headers = amqp.Table{}
+		}
+		headers["Request-Deadline"] = unixMs(now.Add(tc.deadline))
+	}
+	var timestamp time.Time
+	if tc.sentAt != 0 {
+		timestamp = now.Add(tc.sentAt)
+	}
+	for range 20 {
+		a := &acks{}
+		var left time.Duration
+		var has, ran bool
+		c := &amqpbudget.Consumer{Policy: tc.p, Handler: func(ctx context.Context, _ amqp.Delivery) error {
+			left, has = budget.Remaining(ctx)
+			ran = true
+			return nil
+		}}
+		err := c.Handle(context.Background(), amqp.Delivery{Acknowledger: a, Headers: headers, Timestamp: timestamp})
+		st := c.Stats()
+		if (st.Skewed == 1) != tc.skewed || (st.Malformed == 1) != tc.malformed {
+			t.Fatalf("stats %+v; want skewed %v, malformed %v", st, tc.skewed, tc.malformed)
+		}
+		if tc.refused {
+			if ran || !errors.Is(err, wire.ErrMalformed) || st.Refused != 1 || a.rejected != 1 || a.requeued {
+				t.Fatalf("ran %v, err %v, stats %+v, rejected %d (requeue %v); want a refusal without requeueing",
+					ran, err, st, a.rejected, a.requeued)
+			}
+			continue
+		}
+		if err != nil || !ran || a.acked != 1 {
+			t.Fatalf("err %v, ran %v, acked %d", err, ran, a.acked)
+		}
+		if tc.left == 0 {
+			if has {
+				t.Fatalf("handler has a deadline (%v left), want none", left)
+			}
+			continue
+		}
+		if !has || left != tc.left {
+			t.Fatalf("handler has %v left (deadline %v), want %v", left, has, tc.left)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/timebudget/budget"
@@ -83,44 +84,47 @@ func TestArrive(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var ev events
-			var m *fixedMargin
-			a := edge.Arrival{Adapter: "test", Stage: "checkout", Observer: &ev}
-			if tc.margin > 0 {
-				m = &fixedMargin{m: tc.margin}
-				a.Margin = m
-			}
-			parent := context.Background()
-			ctx, cancel, dec, err := a.Arrive(parent, tc.p, edge.Request{Header: tc.h, Now: time.Now()})
-			if cancel != nil {
-				defer cancel()
-			}
-			if dec.Reason != tc.reason || (err != nil) != (tc.reason != wire.ReasonNone) || dec.Malformed != tc.malformed {
-				t.Fatalf("decision %+v, err %v; want reason %v, %d malformed", dec, err, tc.reason, tc.malformed)
-			}
-			if err != nil {
-				if ctx != nil || cancel != nil {
-					t.Error("a refused request got a context")
+			// On the bubble's clock the figures are exact.
+			synctest.Test(t, func(t *testing.T) {
+				var ev events
+				var m *fixedMargin
+				a := edge.Arrival{Adapter: "test", Stage: "checkout", Observer: &ev}
+				if tc.margin > 0 {
+					m = &fixedMargin{m: tc.margin}
+					a.Margin = m
 				}
-			} else if tc.left == 0 {
-				if ctx != parent || cancel != nil {
-					t.Error("no budget expected, but the context was derived")
+				parent := context.Background()
+				ctx, cancel, dec, err := a.Arrive(parent, tc.p, edge.Request{Header: tc.h, Now: time.Now()})
+				if cancel != nil {
+					defer cancel()
 				}
-			} else {
-				r, ok := budget.Read(ctx)
-				if !ok || r.Stage != "checkout" || r.Remaining > tc.left || r.Remaining < tc.left-100*ms {
-					t.Errorf("budget %+v (ok %v); want stage checkout and about %v left", r, ok, tc.left)
+				if dec.Reason != tc.reason || (err != nil) != (tc.reason != wire.ReasonNone) || dec.Malformed != tc.malformed {
+					t.Fatalf("decision %+v, err %v; want reason %v, %d malformed", dec, err, tc.reason, tc.malformed)
 				}
-				if evs := budget.LedgerFrom(ctx).Events(); len(evs) == 0 || evs[0].Attempt != tc.attempt {
-					t.Errorf("arrival events %+v, want attempt %d recorded", evs, tc.attempt)
+				if err != nil {
+					if ctx != nil || cancel != nil {
+						t.Error("a refused request got a context")
+					}
+				} else if tc.left == 0 {
+					if ctx != parent || cancel != nil {
+						t.Error("no budget expected, but the context was derived")
+					}
+				} else {
+					r, ok := budget.Read(ctx)
+					if !ok || r.Stage != "checkout" || r.Remaining != tc.left {
+						t.Errorf("budget %+v (ok %v); want stage checkout and %v left", r, ok, tc.left)
+					}
+					if evs := budget.LedgerFrom(ctx).Events(); len(evs) == 0 || evs[0].Attempt != tc.attempt {
+						t.Errorf("arrival events %+v, want attempt %d recorded", evs, tc.attempt)
+					}
 				}
-			}
-			if got := ev.String(); !containsInOrder(got, tc.events) {
-				t.Errorf("events %q, want %q", got, tc.events)
-			}
-			if m != nil && m.transit != tc.transit {
-				t.Errorf("%d transit samples, want %d", m.transit, tc.transit)
-			}
+				if got := ev.String(); !containsInOrder(got, tc.events) {
+					t.Errorf("events %q, want %q", got, tc.events)
+				}
+				if m != nil && m.transit != tc.transit {
+					t.Errorf("%d transit samples, want %d", m.transit, tc.transit)
+				}
+			})
 		})
 	}
 }
