@@ -11,26 +11,40 @@
 // head of its queue after its caller has gone. A message with under a
 // millisecond left is not published at all.
 //
-// On the way out, a [Consumer] derives each message's deadline from those
-// headers, charging the time the message spent queued, and:
+// On the way out, a [Consumer] decides each message's budget with a
+// [wire.Policy], the inbound rule HTTP and gRPC servers apply (through the
+// same code, in package edge), charging the time the message spent queued,
+// and:
 //
 //   - acks and drops, counted and never processed, a message whose deadline
-//     has passed (or that has less than the consumer's minimum left), or
-//     rejects it without requeueing, so the queue's dead-letter exchange
-//     receives it with x-death reason "rejected", when DeadLetter is set;
-//   - hands the rest to its handler with a context carrying the budget
-//     (budget.StartUntil), its queue wait recorded in the ledger as a
-//     [budget.EventQueue], and acks the message when the handler returns
-//     nil (rejects it without requeueing otherwise).
+//     has passed (or that has less than the policy's Min left), or rejects
+//     it without requeueing, so the queue's dead-letter exchange receives it
+//     with x-death reason "rejected", when DeadLetter is set;
+//   - rejects without requeueing a message with a malformed budget header
+//     under a Strict policy (a lenient one counts the value and ignores it);
+//   - hands the rest to its handler with a context carrying the budget, its
+//     queue wait recorded in the ledger as a [budget.EventQueue], and acks
+//     the message when the handler returns nil (rejects it without
+//     requeueing otherwise);
+//   - on a shutdown, returns to the queue what it has not finished: see
+//     [Consumer.Run] and [Consumer.Consume]. Every message a consumer
+//     receives is counted once ([Stats]): in = processed + expired +
+//     returned (+ refused).
 //
 // # Which deadline
 //
-// The queued time is charged by reading the absolute Request-Deadline when
-// the clocks agree: the message was not sent in the consumer's future (its
-// timestamp is at most the skew threshold ahead of the consumer's clock) and
-// it is consistent with Request-Timeout-Ms and the timestamp. Otherwise the
-// relative Request-Timeout-Ms is counted from the message timestamp (which
-// AMQP carries in whole seconds, so it may charge up to a second too much),
-// and without a timestamp from the message's arrival. Messages with no
-// budget get the consumer's Default, or none.
+// Header names are matched in any letter case and every spelling counts, the
+// strictest value winning, as with repeated HTTP fields. Relative values
+// count from when the message was sent, so its wait in the queue is charged
+// ([wire.Policy.DecideSent]): the instant [Stamp] wrote, to the millisecond,
+// when the message carries both headers, and otherwise its AMQP timestamp
+// (whole seconds, so it may charge up to a second too much). A sending time
+// further in the consumer's future than the policy's skew threshold means
+// the clocks disagree: it is counted ([Stats.Skewed]) and the relative value
+// counts from the message's arrival, so a publisher whose clock runs ahead
+// cannot add time. Without a sending time a relative value counts from
+// arrival. The absolute Request-Deadline is used as the policy uses it for
+// any request: when it agrees with the relative values within the skew
+// threshold. Messages with no usable budget get the policy's Default, or
+// Max, or none.
 package amqpbudget

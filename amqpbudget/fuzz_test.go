@@ -8,12 +8,13 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/amqpbudget"
+	"github.com/timebudget/budget/wire"
 )
 
 // FuzzConsumerHeaders feeds a Consumer deliveries with arbitrary budget
 // headers and timestamps: it must never panic, must ack or reject every
-// message exactly once, and must never hand the handler more time than the
-// relative header (or Max) allows.
+// message exactly once and count it once, and must never hand the handler
+// more time than the relative header or Max allows, whatever the timestamp.
 func FuzzConsumerHeaders(f *testing.F) {
 	f.Add("1000", "1700000000000", int64(1700000000))
 	f.Add("", "", int64(0))
@@ -24,7 +25,7 @@ func FuzzConsumerHeaders(f *testing.F) {
 		a := &acks{}
 		var left time.Duration
 		var has bool
-		c := &amqpbudget.Consumer{Max: time.Hour, Handler: func(ctx context.Context, _ amqp.Delivery) error {
+		c := &amqpbudget.Consumer{Policy: &wire.Policy{Max: time.Hour}, Handler: func(ctx context.Context, _ amqp.Delivery) error {
 			left, has = budget.Remaining(ctx)
 			return nil
 		}}
@@ -38,6 +39,12 @@ func FuzzConsumerHeaders(f *testing.F) {
 		}
 		if has && left > time.Hour {
 			t.Fatalf("handler got %v, more than Max", left)
+		}
+		if r, ok, _ := wire.ParseRequestTimeout(rel); ok && has && left > r {
+			t.Fatalf("handler got %v, more than the %v the message asked for", left, r)
+		}
+		if st := c.Stats(); st.Handled+st.Expired+st.Returned+st.Refused != 1 {
+			t.Fatalf("stats %+v: the message is not counted exactly once", st)
 		}
 	})
 }

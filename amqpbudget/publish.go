@@ -4,10 +4,9 @@ import (
 	"context"
 	"maps"
 	"strconv"
-	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
-	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/edge"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -22,25 +21,23 @@ import (
 // the message must not be sent. Stamp allocates the header strings and, when
 // msg.Headers is nil, the table.
 func Stamp(ctx context.Context, msg *amqp.Publishing) error {
-	left, ok := budget.Available(ctx)
-	if !ok {
-		return nil
+	call, ok, err := edge.Send(ctx, "amqp.publish", edge.Outbound{KeepReserve: true})
+	if !ok || err != nil {
+		return err
 	}
-	now := time.Now()
-	timeout, ok := wire.FormatRequestTimeout(left)
-	if !ok {
-		return budget.Refuse(ctx, "amqp.publish", now, left, time.Millisecond)
-	}
-	deadline, _ := wire.FormatRequestDeadline(now.Add(left))
+	var buf [24]byte
+	timeout := string(call.AppendTimeout(buf[:0]))
 	if msg.Headers == nil {
 		msg.Headers = amqp.Table{}
 	}
 	msg.Headers[wire.HeaderRequestTimeout] = timeout
-	msg.Headers[wire.HeaderRequestDeadline] = deadline
-	if msg.Timestamp.IsZero() {
-		msg.Timestamp = now
+	if v, ok := call.AppendDeadline(buf[:0]); ok {
+		msg.Headers[wire.HeaderRequestDeadline] = string(v)
 	}
-	if old, err := strconv.ParseInt(msg.Expiration, 10, 64); err != nil || old > left.Milliseconds() {
+	if msg.Timestamp.IsZero() {
+		msg.Timestamp = call.Reading.Now
+	}
+	if old, err := strconv.ParseInt(msg.Expiration, 10, 64); err != nil || old > call.Left.Milliseconds() {
 		msg.Expiration = timeout // whole milliseconds, rounded down, never "0"
 	}
 	return nil

@@ -48,20 +48,8 @@ func TestSlowConsumerThroughRabbitMQ(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = ch.Close() }()
-	name := fmt.Sprintf("amqpbudget-test-%d-%d", os.Getpid(), time.Now().UnixNano())
-	dlq := name + ".expired"
-	if _, err := ch.QueueDeclare(dlq, false, true, false, false, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ch.QueueDeclare(name, false, true, false, false, amqp.Table{
-		"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_, _ = ch.QueueDelete(name, false, false, false)
-		_, _ = ch.QueueDelete(dlq, false, false, false)
-	}()
+	dlq := declareQueue(t, ch, nil)
+	name := declareQueue(t, ch, amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
 
 	cch, err := conn.Channel()
 	if err != nil {
@@ -97,35 +85,11 @@ func TestSlowConsumerThroughRabbitMQ(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 
 	// Publish with confirms, so that "in" counts what the broker took.
-	if err := ch.Confirm(false); err != nil {
-		t.Fatal(err)
-	}
-	const total = 10000
-	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, total))
 	budgets := []time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond, 5 * time.Second}
-	refused := 0
-	for i := range total {
-		ctx, cancel := budget.Start(context.Background(), budgets[i%len(budgets)])
-		err := amqpbudget.Publish(ctx, ch, "", name, false, false, amqp.Publishing{Body: []byte(fmt.Sprint(i))})
-		cancel()
-		if err != nil {
-			refused++
-		}
-	}
-	in := 0
-	for range total - refused {
-		select {
-		case c := <-confirms:
-			if c.Ack {
-				in++
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("publisher confirms stopped after %d", in)
-		}
-	}
+	in, refused := publishConfirmed(t, ch, name, 10000, func(i int) time.Duration { return budgets[i%len(budgets)] })
 
 	for limit := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		q, err := ch.QueueDeclarePassive(name, false, true, false, false, amqp.Table{
+		q, err := ch.QueueDeclarePassive(name, false, false, false, false, amqp.Table{
 			"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq,
 		})
 		if err != nil {
@@ -157,7 +121,7 @@ func TestSlowConsumerThroughRabbitMQ(t *testing.T) {
 // brokerDropped counts the messages the broker dead-lettered.
 func brokerDropped(t *testing.T, ch *amqp.Channel, dlq string) int {
 	t.Helper()
-	q, err := ch.QueueDeclarePassive(dlq, false, true, false, false, nil)
+	q, err := ch.QueueDeclarePassive(dlq, false, false, false, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"time"
 
 	"google.golang.org/grpc"
@@ -13,7 +12,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/timebudget/budget"
-	"github.com/timebudget/budget/wire"
+	"github.com/timebudget/budget/edge"
 )
 
 // UnaryClientInterceptor returns an interceptor that sends each call's
@@ -138,30 +137,22 @@ func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 // the transit allowance taken off its deadline and, when configured, this
 // library's metadata. cancel is nil when the context was not derived.
 func (c *client) outgoing(ctx context.Context, method string) (context.Context, context.CancelFunc, error) {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		return ctx, nil, nil
-	}
-	now := time.Now()
-	remaining := deadline.Sub(now)
-	left := remaining - c.cfg.transit
-	if left < c.cfg.minUseful {
-		return nil, nil, budget.Refuse(ctx, method, now, left, c.cfg.minUseful)
+	call, ok, err := edge.Send(ctx, method, edge.Outbound{Transit: c.cfg.transit, MinUseful: c.cfg.minUseful})
+	if !ok || err != nil {
+		return ctx, nil, err
 	}
 	var cancel context.CancelFunc
 	if c.cfg.transit > 0 {
-		deadline = deadline.Add(-c.cfg.transit)
-		ctx, cancel = context.WithDeadlineCause(ctx, deadline, budget.ErrExpired)
+		ctx, cancel = context.WithDeadlineCause(ctx, call.Deadline, budget.ErrExpired)
 	}
 	if c.cfg.metadata {
-		var tbuf, dbuf [24]byte
-		tv, _ := wire.AppendRequestTimeout(tbuf[:0], left)
-		kv := []string{requestTimeoutKey, string(tv)}
-		if dv, ok := wire.AppendRequestDeadline(dbuf[:0], deadline); ok {
+		var tbuf, dbuf, abuf [24]byte
+		kv := []string{requestTimeoutKey, string(call.AppendTimeout(tbuf[:0]))}
+		if dv, ok := call.AppendDeadline(dbuf[:0]); ok {
 			kv = append(kv, requestDeadlineKey, string(dv))
 		}
-		if n := budget.AttemptNumber(ctx); n > 0 && n <= 999 {
-			kv = append(kv, requestAttemptKey, strconv.Itoa(n))
+		if av, ok := call.AppendAttempt(abuf[:0]); ok {
+			kv = append(kv, requestAttemptKey, string(av))
 		}
 		ctx = metadata.AppendToOutgoingContext(ctx, kv...)
 	}

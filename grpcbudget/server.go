@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/edge"
 	"github.com/timebudget/budget/internal/margin"
 	"github.com/timebudget/budget/wire"
 )
@@ -83,8 +84,9 @@ func StreamServerInterceptor(opts ...ServerOption) grpc.StreamServerInterceptor 
 }
 
 type server struct {
-	cfg    serverConfig
-	margin *margin.Keeper
+	cfg     serverConfig
+	margin  *margin.Keeper
+	arrival edge.Arrival // Stage is set per call
 }
 
 func newServer(opts []ServerOption) *server {
@@ -98,7 +100,9 @@ func newServer(opts []ServerOption) *server {
 		cfg.policy = new(wire.Switch)
 		cfg.policy.Store(&wire.Policy{})
 	}
-	return &server{cfg: cfg, margin: margin.New(cfg.margin)}
+	k := margin.New(cfg.margin)
+	return &server{cfg: cfg, margin: k, arrival: edge.Arrival{Adapter: "grpcbudget",
+		Observer: cfg.observer, LedgerCapacity: cfg.ledgerCap, Margin: k}}
 }
 
 func (s *server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -222,63 +226,20 @@ func (s *server) arrive(ctx context.Context, method string) (context.Context, co
 		}
 		md[grpcTimeoutKey] = []string{v}
 	}
-	dec, err := p.Decide(wire.Metadata(md), now)
 	stage := s.stage(method)
-	if o := s.cfg.observer; o != nil {
-		if dec.Skew {
-			o.Observe(ctx, budget.Event{Kind: budget.EventSkew, Stage: stage, At: now})
-		}
-		if dec.Malformed > 0 {
-			o.Observe(ctx, budget.Event{Kind: budget.EventMalformed, Stage: stage, At: now,
-				Err: malformedErr(dec, err)})
-		}
-	}
+	a := s.arrival
+	a.Stage = stage
+	bctx, cancel, dec, err := a.Arrive(ctx, p, edge.Request{Header: wire.Metadata(md), Now: now})
 	if err != nil {
-		return nil, nil, s.refuse(ctx, stage, now, p.Min, dec, err)
+		return nil, nil, refusal(stage, p.Min, dec, err)
 	}
-	if !dec.HasDeadline {
-		return ctx, nil, nil
-	}
-	cfg := budget.Config{Stage: stage, Observer: s.cfg.observer, LedgerCapacity: s.cfg.ledgerCap}
-	if v := md[requestAttemptKey]; len(v) == 1 {
-		cfg.Attempt, _, _ = wire.ParseRequestAttempt(v[0])
-	}
-	if dec.Source == wire.SourceRequestTimeout || dec.Source == wire.SourceRequestDeadline {
-		// One of our entries won: the pair tells how long the call was on
-		// the way, which the answer will take again going back.
-		if rel, abs := md["request-timeout-ms"], md["request-deadline"]; len(rel) == 1 && len(abs) == 1 {
-			s.margin.ObserveTransit(now, rel[0], abs[0])
-		}
-	}
-	deadline := dec.Deadline
-	if m := s.margin.For(dec.CallerDeadline.Sub(now)); m > 0 && dec.CallerDeadline.Add(-m).Before(deadline) {
-		deadline = dec.CallerDeadline.Add(-m)
-	}
-	bctx, cancel := cfg.StartUntil(ctx, deadline)
 	return bctx, cancel, nil
 }
 
 const grpcTimeoutKey = "grpc-timeout"
 
-// malformedErr is the error of a malformed-header event: the policy's own
-// error under a strict policy, and one naming the headers otherwise.
-func malformedErr(dec wire.Decision, err error) error {
-	if err != nil {
-		return err
-	}
-	return errors.New("grpcbudget: malformed deadline header ignored: " + dec.MalformedFrom.String())
-}
-
-// refuse builds the error of a call the policy refused on arrival.
-func (s *server) refuse(ctx context.Context, stage string, now time.Time, min time.Duration, dec wire.Decision, err error) error {
-	if o := s.cfg.observer; o != nil && dec.Reason != wire.ReasonMalformed {
-		outcome := budget.OutcomeShed
-		if dec.Reason == wire.ReasonExpired {
-			outcome = budget.OutcomeExpired
-		}
-		o.Observe(ctx, budget.Event{Kind: budget.EventRefuse, Stage: stage, At: now,
-			Remaining: dec.Remaining, Outcome: outcome, Err: err})
-	}
+// refusal is the error of a call the policy refused on arrival.
+func refusal(stage string, min time.Duration, dec wire.Decision, err error) error {
 	switch dec.Reason {
 	case wire.ReasonMalformed:
 		return &codedError{code: codes.InvalidArgument, err: err}

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/edge"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -94,23 +94,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		base = http.DefaultTransport // the zero Transport
 	}
 	ctx := req.Context()
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		return base.RoundTrip(req)
-	}
-	now := time.Now()
-	remaining := deadline.Sub(now)
-	left := remaining - t.cfg.transit
-	minUseful := max(t.cfg.minUseful, time.Millisecond)
-	timeout, ok := wire.FormatRequestTimeout(left)
-	if left < minUseful || !ok {
+	call, ok, err := edge.Send(ctx, t.stage(req), edge.Outbound{Transit: t.cfg.transit, MinUseful: t.cfg.minUseful})
+	if err != nil {
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}
-		return nil, budget.Refuse(ctx, t.stage(req), now, left, minUseful)
+		return nil, err
 	}
+	if !ok {
+		return base.RoundTrip(req)
+	}
+	deadline := call.Reading.Deadline
 	var x *exchange
-	if linger := t.lingerFor(now); linger > 0 {
+	if linger := t.lingerFor(call.Reading.Now); linger > 0 {
 		x = newExchange(ctx, t, deadline, linger)
 	}
 	var out *http.Request
@@ -124,27 +120,27 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for k, v := range req.Header {
 		out.Header[k] = v
 	}
-	out.Header[wire.HeaderRequestTimeout] = []string{timeout}
+	var buf [24]byte
+	out.Header[wire.HeaderRequestTimeout] = []string{string(call.AppendTimeout(buf[:0]))}
 	if !t.cfg.noDeadline {
-		if v, ok := wire.FormatRequestDeadline(deadline.Add(-t.cfg.transit)); ok {
-			out.Header[wire.HeaderRequestDeadline] = []string{v}
+		if v, ok := call.AppendDeadline(buf[:0]); ok {
+			out.Header[wire.HeaderRequestDeadline] = []string{string(v)}
 		}
 	}
-	if n := budget.AttemptNumber(ctx); n > 0 && n <= 999 {
-		out.Header[wire.HeaderRequestAttempt] = []string{strconv.Itoa(n)}
+	if v, ok := call.AppendAttempt(buf[:0]); ok {
+		out.Header[wire.HeaderRequestAttempt] = []string{string(v)}
 	}
 	if t.cfg.connect {
-		if v, ok := wire.FormatConnectTimeout(left); ok {
+		if v, ok := wire.FormatConnectTimeout(call.Left); ok {
 			out.Header[wire.HeaderConnectTimeout] = []string{v}
 		}
 	}
 	if t.cfg.envoy {
-		if v, ok := wire.FormatEnvoyUpstreamTimeout(left); ok {
+		if v, ok := wire.FormatEnvoyUpstreamTimeout(call.Left); ok {
 			out.Header.Set(wire.HeaderEnvoyUpstreamTimeout, v)
 		}
 	}
 	var resp *http.Response
-	var err error
 	if x != nil {
 		resp, err = x.roundTrip(ctx, base, out)
 	} else {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/edge"
 	"github.com/timebudget/budget/internal/margin"
 	"github.com/timebudget/budget/wire"
 )
@@ -77,51 +78,29 @@ func NewHandler(next http.Handler, opts ...ServerOption) http.Handler {
 		cfg.policy = new(wire.Switch)
 		cfg.policy.Store(&wire.Policy{})
 	}
-	return &handler{next: next, cfg: cfg, margin: margin.New(cfg.margin)}
+	k := margin.New(cfg.margin)
+	return &handler{next: next, cfg: cfg, margin: k, arrival: edge.Arrival{Adapter: "httpbudget", Stage: cfg.stage,
+		Observer: cfg.observer, LedgerCapacity: cfg.ledgerCap, Margin: k}}
 }
 
 type handler struct {
-	next   http.Handler
-	cfg    handlerConfig
-	margin *margin.Keeper
+	next    http.Handler
+	cfg     handlerConfig
+	margin  *margin.Keeper
+	arrival edge.Arrival
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
-	dec, err := h.cfg.policy.Decide(wire.HTTPHeader(r.Header), now)
-	if o := h.cfg.observer; o != nil {
-		if dec.Skew {
-			o.Observe(r.Context(), budget.Event{Kind: budget.EventSkew, Stage: h.cfg.stage, At: now})
-		}
-		if dec.Malformed > 0 {
-			o.Observe(r.Context(), budget.Event{Kind: budget.EventMalformed, Stage: h.cfg.stage, At: now,
-				Err: malformedErr(dec, err)})
-		}
-	}
+	ctx, cancel, dec, err := h.arrival.Arrive(r.Context(), h.cfg.policy.Load(), edge.Request{Header: wire.HTTPHeader(r.Header), Now: now})
 	if err != nil {
-		h.refuse(w, r, now, dec, err)
+		h.refuse(w, r, dec, err)
 		return
 	}
-	if !dec.HasDeadline {
+	if cancel == nil {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	bcfg := budget.Config{Stage: h.cfg.stage, Observer: h.cfg.observer, LedgerCapacity: h.cfg.ledgerCap}
-	if v := r.Header[wire.HeaderRequestAttempt]; len(v) == 1 {
-		bcfg.Attempt, _, _ = wire.ParseRequestAttempt(v[0])
-	}
-	if dec.Source == wire.SourceRequestTimeout || dec.Source == wire.SourceRequestDeadline {
-		// One of our headers won: the pair tells how long the request
-		// was on the way, which the answer will take again going back.
-		if rel, abs := r.Header[wire.HeaderRequestTimeout], r.Header[wire.HeaderRequestDeadline]; len(rel) == 1 && len(abs) == 1 {
-			h.margin.ObserveTransit(now, rel[0], abs[0])
-		}
-	}
-	deadline := dec.Deadline
-	if m := h.margin.For(dec.CallerDeadline.Sub(now)); m > 0 {
-		deadline = earlier(deadline, dec.CallerDeadline.Add(-m))
-	}
-	ctx, cancel := bcfg.StartUntil(r.Context(), deadline)
 	defer cancel()
 	aw := &answerWriter{ResponseWriter: w}
 	if h.cfg.serverTiming {
@@ -167,19 +146,8 @@ func (h *handler) finish(ctx context.Context, aw *answerWriter, r *http.Request)
 		(&budget.Error{Stage: h.cfg.stage, Outcome: budget.OutcomeExpired}).Error())
 }
 
-func earlier(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
 // refuse answers a request the policy refused, without running the handler.
-func (h *handler) refuse(w http.ResponseWriter, r *http.Request, now time.Time, dec wire.Decision, err error) {
-	if h.cfg.observer != nil && dec.Reason != wire.ReasonMalformed {
-		h.cfg.observer.Observe(r.Context(), budget.Event{Kind: budget.EventRefuse, Stage: h.cfg.stage, At: now,
-			Remaining: dec.Remaining, Outcome: refusalOutcome(dec.Reason), Err: err})
-	}
+func (h *handler) refuse(w http.ResponseWriter, r *http.Request, dec wire.Decision, err error) {
 	status, body := StatusOf(err), ""
 	switch dec.Reason {
 	case wire.ReasonMalformed:
@@ -217,23 +185,6 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, status int, bod
 	hdr.Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(body + "\n"))
-}
-
-// malformedErr is the error of a malformed-header event: the policy's own
-// error under a strict policy, and one naming the headers otherwise.
-func malformedErr(dec wire.Decision, err error) error {
-	if err != nil {
-		return err
-	}
-	return errors.New("httpbudget: malformed deadline header ignored: " + dec.MalformedFrom.String())
-}
-
-// refusalOutcome is the outcome that records a refusal on arrival for reason.
-func refusalOutcome(reason wire.Reason) budget.Outcome {
-	if reason == wire.ReasonExpired {
-		return budget.OutcomeExpired
-	}
-	return budget.OutcomeShed
 }
 
 // isConnectUnary reports whether r is a Connect protocol unary request, whose

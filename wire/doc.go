@@ -33,7 +33,9 @@
 // rules: a maximum, a default, a minimum below which requests are shed on arrival, a
 // reserve kept back for writing the response, and strict or lenient treatment of malformed
 // values. Max is a ceiling: with Max set, no request runs longer than Max, whatever it
-// sent. [Policy.Validate] reports configuration mistakes (a negative value, a Min that
+// sent. [Policy.DecideSent] is the same rule for a request that waited in a queue after
+// it was sent, such as a broker message: its wait is charged to its budget, and a sender
+// whose clock runs ahead cannot add time to it. [Policy.Validate] reports configuration mistakes (a negative value, a Min that
 // would shed everything) by field name. A [Switch] holds the policy of a running server
 // so that an operator can loosen it or turn it off without a restart; it refuses an
 // invalid policy and keeps the one it had.

@@ -81,6 +81,13 @@ func (x Extraction) Err() error {
 // costs). It costs about 25 ns per trusted source, most of it the map lookup: about
 // 200 ns for [SourcesDefault] over a typical http.Header. It is safe for concurrent use.
 func Extract(h Header, trust Sources, skew time.Duration, now time.Time) Extraction {
+	return extract(h, trust, skew, now, 0)
+}
+
+// extract is Extract for a request that waited queued before now, after it was sent:
+// relative values count from its sending, so queued is taken off each of them, and an
+// absolute value alone may lie in the past by skew plus queued. queued is zero or more.
+func extract(h Header, trust Sources, skew time.Duration, now time.Time, queued time.Duration) Extraction {
 	var x Extraction
 	trust &= SourcesAll
 	if h == nil || trust == 0 {
@@ -92,7 +99,7 @@ func Extract(h Header, trust Sources, skew time.Duration, now time.Time) Extract
 	hh, isHTTP := h.(HTTPHeader)
 	md, isMetadata := h.(Metadata)
 
-	e := extractor{now: now, floor: -skew}
+	e := extractor{now: now, floor: subSat(-skew, queued), queued: queued}
 	absolute := false
 	for i := range fields {
 		f := &fields[i]
@@ -128,11 +135,12 @@ func Extract(h Header, trust Sources, skew time.Duration, now time.Time) Extract
 
 // extractor holds Extract's running state.
 type extractor struct {
-	now   time.Time
-	floor time.Duration // the earliest an absolute value may be, from now
-	best  time.Duration
-	src   Sources
-	have  bool
+	now    time.Time
+	floor  time.Duration // the earliest an absolute value may be, from now
+	queued time.Duration // how long the request waited since it was sent
+	best   time.Duration
+	src    Sources
+	have   bool
 }
 
 // read takes every element of every value of one source.
@@ -180,6 +188,9 @@ func (e *extractor) take(x *Extraction, f *field, v string) {
 	if r != reasonNone {
 		x.malformed(f, v, r)
 		return
+	}
+	if !f.kind.absolute() {
+		d = subSat(d, e.queued)
 	}
 	if !e.have || d < e.best {
 		e.best, e.src, e.have = d, f.src, true

@@ -36,6 +36,9 @@ func (h HTTPHeader) Values(name string) []string {
 			return h[fields[i].canonical]
 		}
 	}
+	if name == requestAttemptLower || name == HeaderRequestAttempt {
+		return h[HeaderRequestAttempt] // canonical already; read on every arrival
+	}
 	return textproto.MIMEHeader(h).Values(name)
 }
 
@@ -49,3 +52,6 @@ type Metadata map[string][]string
 // Values returns the values stored under name, which must be lowercase as gRPC requires.
 // It is safe for concurrent use as long as nobody writes to the map.
 func (m Metadata) Values(name string) []string { return m[name] }
+
+// requestAttemptLower is [HeaderRequestAttempt] as gRPC metadata spells it.
+const requestAttemptLower = "request-attempt"

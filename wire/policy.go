@@ -176,6 +176,39 @@ func (d Decision) SourceName() string {
 // allocate unless it returns a *ParseError, and costs about as much as [Extract]: about
 // 250 ns over a typical http.Header with the default trust set.
 func (p *Policy) Decide(h Header, now time.Time) (Decision, error) {
+	return p.decide(h, now, 0, false)
+}
+
+// DecideSent is [Policy.Decide] for a request that may have waited after it was sent,
+// such as a message in a broker's queue: sent is when its sender sent it, on the
+// sender's clock (a message's timestamp), and the wait is charged to its budget.
+//
+// Relative values then count from sent rather than from now, so a message that asked
+// for 5 s and waited 2 s in the queue gets 3 s; an absolute value is checked against
+// them as Decide checks it, and alone it may lie in the past by the wait plus the skew
+// threshold. A sent later than now by more than the threshold (Policy.Skew, or
+// [DefaultSkew]) says the clocks disagree: Decision.Skew is set and relative values
+// count from now, so that a sender whose clock runs ahead cannot add time to its
+// budget. A sent in the past is taken as a wait, however long: a sender whose clock
+// runs behind can only shorten its own budget. The zero sent is Decide.
+//
+// DecideSent costs what Decide costs and is safe for concurrent use.
+func (p *Policy) DecideSent(h Header, sent, now time.Time) (Decision, error) {
+	if p == nil || sent.IsZero() {
+		return p.Decide(h, now)
+	}
+	skew := p.Skew
+	if skew <= 0 {
+		skew = DefaultSkew
+	}
+	queued := now.Sub(sent)
+	if queued < -skew {
+		return p.decide(h, now, 0, true)
+	}
+	return p.decide(h, now, max(queued, 0), false)
+}
+
+func (p *Policy) decide(h Header, now time.Time, queued time.Duration, skewed bool) (Decision, error) {
 	var d Decision
 	if p == nil {
 		return d, nil
@@ -184,8 +217,8 @@ func (p *Policy) Decide(h Header, now time.Time) (Decision, error) {
 	if trust == 0 {
 		trust = SourcesDefault
 	}
-	x := Extract(h, trust, p.Skew, now)
-	d.Source, d.Malformed, d.MalformedFrom, d.Skew = x.Source, x.Malformed, x.MalformedFrom, x.Skew
+	x := extract(h, trust, p.Skew, now, queued)
+	d.Source, d.Malformed, d.MalformedFrom, d.Skew = x.Source, x.Malformed, x.MalformedFrom, x.Skew || skewed
 
 	var left time.Duration // the caller's time left
 	switch {

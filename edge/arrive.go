@@ -1,0 +1,163 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/wire"
+)
+
+// Margin is an answer margin: the time a server holds back from its
+// handler's deadline so that its answer reaches the caller before the caller
+// stops waiting. For returns the margin for a caller with left before its
+// deadline; ObserveTransit learns from a request whose own Request-Timeout-Ms
+// and Request-Deadline values were rel and abs on arrival at now. The
+// adapters' answer margins implement it.
+type Margin interface {
+	For(left time.Duration) time.Duration
+	ObserveTransit(now time.Time, rel, abs string)
+}
+
+// Arrival is one adapter's configuration of the arrival steps. The zero value
+// starts budgets named "request" with no observer, the default ledger and no
+// answer margin. An Arrival is read-only while in use.
+type Arrival struct {
+	// Adapter names the adapter in the errors it reports, as in
+	// "httpbudget: malformed deadline header ignored: ...". Empty means
+	// "budget".
+	Adapter string
+	// Stage names the budget that arrival starts and the refusals it
+	// reports; empty means "request".
+	Stage string
+	// Observer receives the skew, malformed and refusal events of arrival and
+	// every event of the budget it starts. Nil means none.
+	Observer budget.Observer
+	// LedgerCapacity is the budget's [budget.Config.LedgerCapacity].
+	LedgerCapacity int
+	// Margin, when not nil, is taken off the caller's deadline (when it is
+	// larger than the policy's Reserve) and learns the transit of requests
+	// that carry this library's header pair.
+	Margin Margin
+}
+
+// Request is a request as it arrives.
+type Request struct {
+	// Header reads the request's deadline sources, and its Request-Attempt.
+	Header wire.Header
+	// Now is when the request arrived, read as early as the server can see it.
+	Now time.Time
+	// Sent is when the sender sent the request, on its clock, for a request
+	// that may have waited in a queue (a broker message's timestamp): its
+	// wait is then charged to the budget ([wire.Policy.DecideSent]). Zero for
+	// a request received directly.
+	Sent time.Time
+}
+
+// Arrive applies p to req, which arrived with ctx, and returns the context
+// its handler runs in, with the cancel function of the budget started there
+// (nil when none was: the policy set no deadline and ctx is returned as it
+// is), and the policy's decision.
+//
+// The error is non-nil exactly when the request is refused, and the handler
+// must not run. It is the policy's, as [wire.Policy.Decide] returns it, and
+// the decision's Reason says which: a [*wire.ParseError] for a malformed
+// value under a strict policy, [wire.ErrExpired] when the caller's deadline
+// had passed, [wire.ErrShed] when less than the policy's Min was left; each
+// adapter spells it for its carrier. Refusals other than malformed ones are
+// reported as [budget.EventRefuse] (with [budget.OutcomeExpired] or
+// [budget.OutcomeShed]), skewed values as [budget.EventSkew] and malformed
+// ones, refused or ignored, as [budget.EventMalformed].
+//
+// A nil p is enforcement off: nothing is read, nothing refused, and ctx is
+// returned unchanged. The budget's deadline is the policy's (the caller's
+// less Reserve) or, when earlier, the caller's less the margin; it never
+// extends ctx's. Canceling the returned context releases resources
+// associated with it, so code should call cancel as soon as the handler
+// returns.
+//
+// Apart from what starting a budget costs ([budget.Config.StartUntil]),
+// Arrive allocates only to describe a malformed value or a refusal.
+func (a Arrival) Arrive(ctx context.Context, p *wire.Policy, req Request) (context.Context, context.CancelFunc, wire.Decision, error) {
+	now := req.Now
+	dec, err := p.DecideSent(req.Header, req.Sent, now)
+	stage := a.stage()
+	if o := a.Observer; o != nil {
+		if dec.Skew {
+			o.Observe(ctx, budget.Event{Kind: budget.EventSkew, Stage: stage, At: now})
+		}
+		if dec.Malformed > 0 {
+			o.Observe(ctx, budget.Event{Kind: budget.EventMalformed, Stage: stage, At: now, Err: a.malformedErr(dec, err)})
+		}
+	}
+	if err != nil {
+		a.refused(ctx, stage, now, dec, err)
+		return nil, nil, dec, err
+	}
+	if !dec.HasDeadline {
+		return ctx, nil, dec, nil
+	}
+	cfg := budget.Config{Stage: stage, Observer: a.Observer, LedgerCapacity: a.LedgerCapacity}
+	h := req.Header
+	if h != nil {
+		if v := h.Values(requestAttempt); len(v) == 1 {
+			cfg.Attempt, _, _ = wire.ParseRequestAttempt(v[0])
+		}
+	}
+	deadline := dec.Deadline
+	if a.Margin != nil {
+		if h != nil && (dec.Source == wire.SourceRequestTimeout || dec.Source == wire.SourceRequestDeadline) {
+			// One of our headers won: the pair tells how long the request
+			// was on the way, which the answer will take again going back.
+			if rel, abs := h.Values(requestTimeout), h.Values(requestDeadline); len(rel) == 1 && len(abs) == 1 {
+				a.Margin.ObserveTransit(now, rel[0], abs[0])
+			}
+		}
+		if m := a.Margin.For(dec.CallerDeadline.Sub(now)); m > 0 && dec.CallerDeadline.Add(-m).Before(deadline) {
+			deadline = dec.CallerDeadline.Add(-m)
+		}
+	}
+	bctx, cancel := cfg.StartUntil(ctx, deadline)
+	return bctx, cancel, dec, nil
+}
+
+// The lowercase names wire.Header implementations are asked for.
+const (
+	requestAttempt  = "request-attempt"
+	requestTimeout  = "request-timeout-ms"
+	requestDeadline = "request-deadline"
+)
+
+func (a Arrival) stage() string {
+	if a.Stage == "" {
+		return "request"
+	}
+	return a.Stage
+}
+
+// malformedErr is the error of a malformed-value event: the policy's own
+// error under a strict policy, and one naming the headers otherwise.
+func (a Arrival) malformedErr(dec wire.Decision, err error) error {
+	if err != nil {
+		return err
+	}
+	name := a.Adapter
+	if name == "" {
+		name = "budget"
+	}
+	return errors.New(name + ": malformed deadline header ignored: " + dec.MalformedFrom.String())
+}
+
+// refused reports a refusal on arrival.
+func (a Arrival) refused(ctx context.Context, stage string, now time.Time, dec wire.Decision, err error) {
+	if a.Observer == nil || dec.Reason == wire.ReasonMalformed {
+		return
+	}
+	outcome := budget.OutcomeShed
+	if dec.Reason == wire.ReasonExpired {
+		outcome = budget.OutcomeExpired
+	}
+	a.Observer.Observe(ctx, budget.Event{Kind: budget.EventRefuse, Stage: stage, At: now,
+		Remaining: dec.Remaining, Outcome: outcome, Err: err})
+}
