@@ -36,11 +36,10 @@ type connState struct {
 	seq   uint64   // numbers the names of prepared statements, never reused
 	stale []string // names prepared on the server to deallocate in the next pipeline
 
-	set, setTx *pgconn.StatementDescription // the settings statements, once prepared
+	set [3]*pgconn.StatementDescription // the settings statements by settingsKind, once prepared
 
 	eqb   pgx.ExtendedQueryBuilder
-	ms    []byte
-	param [1][]byte
+	param [2][]byte // the settings' parameters: statement and lock timeouts
 }
 
 // prepared is one cached statement. A nil sd marks SQL that the server
@@ -122,12 +121,12 @@ func (cs *connState) reset() {
 	for _, e := range cs.stmts {
 		cs.drop(e)
 	}
-	for _, sd := range [...]*pgconn.StatementDescription{cs.set, cs.setTx} {
+	for i, sd := range cs.set {
 		if sd != nil {
 			cs.stale = append(cs.stale, sd.Name)
 		}
+		cs.set[i] = nil
 	}
-	cs.set, cs.setTx = nil, nil
 }
 
 // errFallback says a statement must go through pgx.Batch instead.
@@ -158,22 +157,19 @@ type round struct {
 	pl      *pgconn.Pipeline
 	stale   int    // deallocations queued first
 	prepSet string // the settings statement's name when it is prepared in this round
-	tx      bool
+	kind    settingsKind
 }
 
 // begin starts a pipeline on st's connection with the pending deallocations
 // and the settings queued.
 func (st *stmt) begin(ctx context.Context, cs *connState) round {
-	r := round{pl: st.pc.StartPipeline(ctx), stale: len(cs.stale), tx: st.tx}
+	r := round{pl: st.pc.StartPipeline(ctx), stale: len(cs.stale), kind: st.kind}
 	for _, name := range cs.stale {
 		r.pl.SendDeallocate(name)
 	}
-	cs.ms = strconv.AppendInt(cs.ms[:0], st.ms, 10)
-	cs.param[0] = cs.ms
-	sd, sql := cs.set, setSQL
-	if st.tx {
-		sd, sql = cs.setTx, setTxSQL
-	}
+	cs.param[0] = strconv.AppendInt(cs.param[0][:0], st.ms, 10)
+	cs.param[1] = strconv.AppendInt(cs.param[1][:0], lockMillis(st.ms), 10)
+	sd, sql := cs.set[st.kind], st.kind.sql()
 	if sd != nil {
 		r.pl.SendQueryStatement(sd, cs.param[:], nil, nil)
 		return r
@@ -205,13 +201,8 @@ func (r *round) settled(cs *connState) error {
 		if !ok {
 			return fmt.Errorf("pgxbudget: preparing the settings: got %T", res)
 		}
-		sd.Name, sd.SQL = r.prepSet, setSQL
-		if r.tx {
-			sd.SQL = setTxSQL
-			cs.setTx = sd
-		} else {
-			cs.set = sd
-		}
+		sd.Name, sd.SQL = r.prepSet, r.kind.sql()
+		cs.set[r.kind] = sd
 	}
 	res, err := r.pl.GetResults()
 	if err != nil {
@@ -243,6 +234,7 @@ func (st *stmt) prepare(ctx context.Context, cs *connState, sql string) (*prepar
 	r := st.begin(ctx, cs)
 	name := cs.name()
 	r.pl.SendPrepare(name, sql, nil)
+	st.restore(r)
 	err := r.pl.Sync()
 	if err == nil {
 		err = r.settled(cs)
@@ -258,7 +250,7 @@ func (st *stmt) prepare(ctx context.Context, cs *connState, sql string) (*prepar
 	if err != nil {
 		r.abort(cs, err)
 		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "42601" && !st.tx {
+		if errors.As(err, &pe) && pe.Code == "42601" && st.kind == plain {
 			// Not SQL the server can prepare: perhaps the name of a statement
 			// prepared with pgx.Conn.Prepare, which pgx resolves. The Parse
 			// failed, so nothing named name exists on the server. (In a
@@ -283,7 +275,7 @@ func (st *stmt) send(ctx context.Context, sql string, args []any) (*pgconn.Pipel
 	cs := stateOf(st.pc, st.cfg.capacity)
 	pl, rr, err := st.sendOnce(ctx, cs, sql, args)
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "26000" && !st.tx && !st.pc.IsClosed() {
+	if errors.As(err, &pe) && pe.Code == "26000" && st.kind == plain && !st.pc.IsClosed() {
 		// A statement of ours was deallocated behind our back (outside a
 		// transaction, which the error would have aborted): nothing ran,
 		// since a Bind failed, and the cache was reset, so prepare and send
@@ -323,6 +315,7 @@ func (st *stmt) sendOnce(ctx context.Context, cs *connState, sql string, args []
 	}
 	r := st.begin(ctx, cs)
 	r.pl.SendQueryStatement(e.sd, cs.eqb.ParamValues, cs.eqb.ParamFormats, cs.eqb.ResultFormats)
+	st.restore(r)
 	err := r.pl.Sync()
 	if err == nil {
 		err = r.settled(cs)
@@ -341,6 +334,16 @@ func (st *stmt) sendOnce(ctx context.Context, cs *connState, sql string, args []
 		return nil, nil, err
 	}
 	return r.pl, rr, nil
+}
+
+// restore queues, in a transaction, the statement that puts the settings
+// back once the statement has run; its result is read when the pipeline is
+// closed. When the statement fails the server skips it, and the failed
+// transaction's end (or a rollback to a savepoint) puts them back.
+func (st *stmt) restore(r round) {
+	if st.kind.restores() {
+		r.pl.SendQueryParams(restoreSQL, nil, nil, nil, nil)
+	}
 }
 
 // invalidate drops sql's prepared statement when the server says its

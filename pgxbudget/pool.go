@@ -213,5 +213,5 @@ func (p *Pool) BeginTx(ctx context.Context, opts pgx.TxOptions) (*Tx, error) {
 		c.Release()
 		return nil, expired(ctx, p.cfg.stage, err)
 	}
-	return &Tx{tx: tx, conn: c, cfg: &p.cfg}, nil
+	return &Tx{tx: tx, conn: c, cfg: &p.cfg, bounded: ms > 0}, nil
 }

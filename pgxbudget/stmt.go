@@ -23,8 +23,8 @@ type stmt struct {
 	pc   *pgconn.PgConn // whose canceler is armed while the statement runs
 	conn *pgxpool.Conn  // released when the statement is done; nil in a Tx
 	cfg  *config
-	tx   bool
-	ms   int64 // the statement timeout; 0 when ctx has no deadline
+	kind settingsKind // which settings, in or out of a transaction
+	ms   int64        // the statement timeout; 0 when ctx has no deadline
 }
 
 // done disarms the connection's canceler and releases the connection.
@@ -60,8 +60,11 @@ func (st *stmt) query(ctx context.Context, sql string, args []any) (pgx.Rows, er
 			return nil, expired(ctx, st.cfg.stage, err)
 		}
 	}
-	b := settings(st.ms, st.tx)
+	b := settings(st.ms, st.kind)
 	b.Queue(sql, args...)
+	if st.kind.restores() {
+		b.Queue(restoreSQL)
+	}
 	br, err := st.start(ctx, b)
 	if err != nil {
 		return nil, err
@@ -98,8 +101,11 @@ func (st *stmt) exec(ctx context.Context, sql string, args []any) (pgconn.Comman
 			return pgconn.CommandTag{}, expired(ctx, st.cfg.stage, err)
 		}
 	}
-	b := settings(st.ms, st.tx)
+	b := settings(st.ms, st.kind)
 	b.Queue(sql, args...)
+	if st.kind.restores() {
+		b.Queue(restoreSQL)
+	}
 	br, err := st.start(ctx, b)
 	if err != nil {
 		return pgconn.CommandTag{}, err
@@ -121,8 +127,11 @@ func (st *stmt) sendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 		st.ms = 0 // nothing armed
 		return &batch{br: st.s.SendBatch(ctx, b), st: st, ctx: ctx}
 	}
-	nb := settings(st.ms, st.tx)
+	nb := settings(st.ms, st.kind)
 	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
+	if st.kind.restores() {
+		nb.Queue(restoreSQL)
+	}
 	br, err := st.start(ctx, nb)
 	if err != nil {
 		return &batch{err: err}

@@ -19,9 +19,10 @@ import (
 //
 // A Tx, like a pgx.Tx, must not be used by several goroutines at once.
 type Tx struct {
-	tx   pgx.Tx
-	conn *pgxpool.Conn
-	cfg  *config
+	tx      pgx.Tx
+	conn    *pgxpool.Conn
+	cfg     *config
+	bounded bool // begun with a budget: statements lower idle_in_transaction_session_timeout too
 }
 
 // Tx returns the underlying pgx.Tx, for what the wrapper does not cover
@@ -38,7 +39,11 @@ func (t *Tx) budgetFor(ctx context.Context) (int64, error) {
 }
 
 func (t *Tx) stmt(ms int64) *stmt {
-	return &stmt{s: t.tx, c: t.conn.Conn(), pc: t.conn.Conn().PgConn(), cfg: t.cfg, tx: true, ms: ms}
+	k := inTx
+	if t.bounded {
+		k = inTxIdle
+	}
+	return &stmt{s: t.tx, c: t.conn.Conn(), pc: t.conn.Conn().PgConn(), cfg: t.cfg, kind: k, ms: ms}
 }
 
 // Query runs sql in the transaction, as pgx.Tx.Query does.
