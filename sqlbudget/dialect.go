@@ -77,12 +77,7 @@ func (d Dialect) IsTimeout(err error) bool {
 		if !errors.As(err, &s) {
 			return false
 		}
-		switch s.SQLState() {
-		case "57014":
-			return true
-		case "55P03":
-			return strings.Contains(err.Error(), "lock timeout")
-		}
+		return IsPostgresTimeout(s.SQLState(), strings.Contains(err.Error(), "lock timeout"))
 	case MySQL, MariaDB:
 		for e := err; e != nil; e = errors.Unwrap(e) {
 			if n, ok := errorNumber(e); ok {
