@@ -151,6 +151,83 @@ func (st *stmt) direct(sql string, args []any) bool {
 	return true
 }
 
+// callOpts are the pgx option arguments a call began with, as pgx reads
+// them: a QueryExecMode, result formats (not for Exec, whose arguments
+// they would be, as in pgx) and a QueryRewriter, applied once the options
+// are read.
+type callOpts struct {
+	mode    pgx.QueryExecMode // 0 when none was given
+	formats pgx.QueryResultFormats
+	byOID   pgx.QueryResultFormatsByOID
+}
+
+// given reports whether the call chose a mode or result formats: such a
+// call takes the direct path whatever the pool's configuration, since a
+// pgx.Batch carries neither.
+func (o callOpts) given() bool { return o.mode != 0 || o.formats != nil || o.byOID != nil }
+
+// unnamed reports whether the statement is sent without being prepared:
+// pgx's QueryExecModeExec, and QueryExecModeSimpleProtocol, which pgx
+// documents as having the same visible behaviour (the settings cannot share
+// a simple query's implicit transaction unless the arguments are
+// interpolated into the SQL, which pgx does not export).
+func (o callOpts) unnamed() bool {
+	return o.mode == pgx.QueryExecModeExec || o.mode == pgx.QueryExecModeSimpleProtocol
+}
+
+// resultFormats returns the result formats to ask for, as pgx chooses
+// them: by OID when given, else by position when given, else def.
+func (o callOpts) resultFormats(fields []pgconn.FieldDescription, def []int16) []int16 {
+	if o.byOID != nil && fields != nil {
+		f := make([]int16, len(fields))
+		for i := range f {
+			f[i] = o.byOID[fields[i].DataTypeOID]
+		}
+		return f
+	}
+	if o.formats != nil {
+		return o.formats
+	}
+	return def
+}
+
+// options reads the pgx option arguments args begins with and applies a
+// QueryRewriter, returning the SQL and arguments to send. query says
+// whether result formats are options (Query) or arguments (Exec).
+func (st *stmt) options(ctx context.Context, sql string, args []any, query bool) (string, []any, callOpts, error) {
+	var o callOpts
+	var rw pgx.QueryRewriter
+loop:
+	for len(args) > 0 {
+		switch a := args[0].(type) {
+		case pgx.QueryResultFormats:
+			if !query {
+				break loop
+			}
+			o.formats = a
+		case pgx.QueryResultFormatsByOID:
+			if !query {
+				break loop
+			}
+			o.byOID = a
+		case pgx.QueryExecMode:
+			o.mode = a
+		case pgx.QueryRewriter:
+			rw = a
+		default:
+			break loop
+		}
+		args = args[1:]
+	}
+	if rw != nil {
+		var err error
+		if sql, args, err = rw.RewriteQuery(ctx, st.c, sql, args); err != nil {
+			return sql, args, o, fmt.Errorf("rewrite query failed: %w", err)
+		}
+	}
+	return sql, args, o, nil
+}
+
 // round is one pipeline on its way: what was queued, to read the results
 // back in order.
 type round struct {
@@ -271,9 +348,12 @@ func (st *stmt) prepare(ctx context.Context, cs *connState, sql string) (*prepar
 // it with the statement's result reader; the caller reads the results and
 // closes the pipeline. errFallback means the statement must go through
 // pgx.Batch; nothing was sent for it then.
-func (st *stmt) send(ctx context.Context, sql string, args []any) (*pgconn.Pipeline, *pgconn.ResultReader, error) {
+func (st *stmt) send(ctx context.Context, sql string, args []any, o callOpts) (*pgconn.Pipeline, *pgconn.ResultReader, error) {
 	cs := stateOf(st.pc, st.cfg.capacity)
-	pl, rr, err := st.sendOnce(ctx, cs, sql, args)
+	if o.unnamed() {
+		return st.sendUnnamed(ctx, cs, sql, args, o)
+	}
+	pl, rr, err := st.sendOnce(ctx, cs, sql, args, o)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "26000" && st.kind == plain && !st.pc.IsClosed() {
 		// A statement of ours was deallocated behind our back (outside a
@@ -285,12 +365,12 @@ func (st *stmt) send(ctx context.Context, sql string, args []any) (*pgconn.Pipel
 			return nil, nil, err
 		}
 		st.ms = ms
-		return st.sendOnce(ctx, cs, sql, args)
+		return st.sendOnce(ctx, cs, sql, args, o)
 	}
 	return pl, rr, err
 }
 
-func (st *stmt) sendOnce(ctx context.Context, cs *connState, sql string, args []any) (*pgconn.Pipeline, *pgconn.ResultReader, error) {
+func (st *stmt) sendOnce(ctx context.Context, cs *connState, sql string, args []any, o callOpts) (*pgconn.Pipeline, *pgconn.ResultReader, error) {
 	e := cs.get(sql)
 	if e == nil {
 		var err error
@@ -314,7 +394,25 @@ func (st *stmt) sendOnce(ctx context.Context, cs *connState, sql string, args []
 		return nil, nil, err
 	}
 	r := st.begin(ctx, cs)
-	r.pl.SendQueryStatement(e.sd, cs.eqb.ParamValues, cs.eqb.ParamFormats, cs.eqb.ResultFormats)
+	r.pl.SendQueryStatement(e.sd, cs.eqb.ParamValues, cs.eqb.ParamFormats, o.resultFormats(e.sd.Fields, cs.eqb.ResultFormats))
+	return st.finish(r, cs, sql)
+}
+
+// sendUnnamed sends sql with args behind the settings as pgx's
+// QueryExecModeExec does: not prepared, the arguments encoded by their Go
+// types and the server inferring the parameters' types.
+func (st *stmt) sendUnnamed(ctx context.Context, cs *connState, sql string, args []any, o callOpts) (*pgconn.Pipeline, *pgconn.ResultReader, error) {
+	if err := cs.eqb.Build(st.c.TypeMap(), nil, args); err != nil {
+		return nil, nil, err
+	}
+	r := st.begin(ctx, cs)
+	r.pl.SendQueryParams(sql, cs.eqb.ParamValues, nil, cs.eqb.ParamFormats, o.resultFormats(nil, cs.eqb.ResultFormats))
+	return st.finish(r, cs, sql)
+}
+
+// finish queues the restoring of the settings (in a transaction), syncs
+// the round and returns the statement's result reader.
+func (st *stmt) finish(r round, cs *connState, sql string) (*pgconn.Pipeline, *pgconn.ResultReader, error) {
 	st.restore(r)
 	err := r.pl.Sync()
 	if err == nil {

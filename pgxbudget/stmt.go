@@ -49,9 +49,14 @@ func (st *stmt) start(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, erro
 }
 
 func (st *stmt) query(ctx context.Context, sql string, args []any) (pgx.Rows, error) {
-	if st.direct(sql, args) {
+	sql, args, o, err := st.options(ctx, sql, args, true)
+	if err != nil {
+		st.done()
+		return nil, err
+	}
+	if o.unnamed() || o.given() || st.direct(sql, args) {
 		arm(st.pc, true)
-		pl, rr, err := st.send(ctx, sql, args)
+		pl, rr, err := st.send(ctx, sql, args, o)
 		if err == nil {
 			return &rows{Rows: pgx.RowsFromResultReader(st.c.TypeMap(), rr), pl: pl, sql: sql, st: st, ctx: ctx}, nil
 		}
@@ -82,9 +87,14 @@ func (st *stmt) query(ctx context.Context, sql string, args []any) (pgx.Rows, er
 }
 
 func (st *stmt) exec(ctx context.Context, sql string, args []any) (pgconn.CommandTag, error) {
-	if st.direct(sql, args) {
+	sql, args, o, err := st.options(ctx, sql, args, false)
+	if err != nil {
+		st.done()
+		return pgconn.CommandTag{}, err
+	}
+	if o.unnamed() || o.given() || st.direct(sql, args) {
 		arm(st.pc, true)
-		pl, rr, err := st.send(ctx, sql, args)
+		pl, rr, err := st.send(ctx, sql, args, o)
 		if err == nil {
 			tag, err := rr.Close()
 			if cerr := pl.Close(); err == nil {
