@@ -132,9 +132,9 @@ func (cs *connState) reset() {
 // errFallback says a statement must go through pgx.Batch instead.
 var errFallback = errors.New("pgxbudget: statement not prepared")
 
-// direct reports whether a statement with args may take the direct path: a
-// leading pgx option (a QueryExecMode, result formats, or a QueryRewriter
-// such as pgx.NamedArgs) is left to pgx.
+// direct reports whether a statement with args may take the direct path
+// on a pool configured for it. Its pgx options were read already (see
+// options); any left, after a QueryRewriter, are left to pgx.
 //
 // SQL of a single word is left to pgx too: it may be the name of a statement
 // prepared with pgx.Conn.Prepare, which only pgx can resolve.

@@ -51,7 +51,8 @@ func New(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*Pool, error
 // Wrap reads p's connection configuration once: with pgx's default
 // QueryExecModeCacheStatement, a statement cache and no tracer, Query,
 // QueryRow and Exec drive pgconn's pipeline directly (see the package
-// documentation); otherwise they go through a pgx.Batch.
+// documentation); otherwise they go through a pgx.Batch, except calls whose
+// arguments begin with a pgx query exec mode or result formats.
 func Wrap(p *pgxpool.Pool, opts ...Option) *Pool {
 	c := newConfig(opts)
 	if p != nil {
@@ -201,11 +202,12 @@ func (p *Pool) Begin(ctx context.Context) (*Tx, error) {
 }
 
 // BeginTx starts a transaction as pgxpool.Pool.BeginTx does. When ctx has a
-// deadline the BEGIN sets statement_timeout, lock_timeout and
-// idle_in_transaction_session_timeout in the same round trip, so a client
-// that dies mid-transaction does not keep its locks past the budget (the
-// server ends such a session), and every statement of the transaction
-// refreshes them from the time then left.
+// deadline the BEGIN lowers idle_in_transaction_session_timeout to it in
+// the same round trip, so a client that dies mid-transaction does not keep
+// its locks past the budget (the server ends such a session), and every
+// statement of the transaction lowers it again from the time then left.
+// statement_timeout and lock_timeout are set by each statement with a
+// deadline for itself (see [Tx]).
 func (p *Pool) BeginTx(ctx context.Context, opts pgx.TxOptions) (*Tx, error) {
 	c, ms, err := p.acquire(ctx)
 	if err != nil {

@@ -10,10 +10,12 @@ import (
 )
 
 // Tx is a transaction begun by [Pool.Begin] or [Pool.BeginTx]. Every
-// statement refreshes statement_timeout, lock_timeout and
-// idle_in_transaction_session_timeout from the time its context has left, in
-// the statement's own round trip; a statement with too little time left is
-// refused before it is sent. End it with Commit or Rollback, which return the
+// statement whose context has a deadline runs with statement_timeout and
+// lock_timeout lowered to the time its context has left, in the statement's
+// own round trip, and put back after it, so a statement without a deadline
+// runs under the operator's settings; in a transaction begun with a budget
+// it also lowers idle_in_transaction_session_timeout, which stays. A
+// statement with too little time left is refused before it is sent. End it with Commit or Rollback, which return the
 // connection to the pool; calling Rollback after Commit is safe and does
 // nothing, so `defer tx.Rollback(ctx)` is the usual pattern.
 //
@@ -26,8 +28,8 @@ type Tx struct {
 }
 
 // Tx returns the underlying pgx.Tx, for what the wrapper does not cover
-// (CopyFrom, LargeObjects, Prepare). Statements run through it carry the
-// timeouts last set, not the time left.
+// (CopyFrom, LargeObjects, Prepare). Statements run through it run under
+// the operator's statement_timeout and lock_timeout, not the time left.
 func (t *Tx) Tx() pgx.Tx { return t.tx }
 
 func (t *Tx) budgetFor(ctx context.Context) (int64, error) {
