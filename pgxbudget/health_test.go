@@ -116,26 +116,36 @@ func TestHealthCheckPingOutlivesDeadline(t *testing.T) {
 
 // TestDefaultPoolBurst runs 200 SELECT pg_sleep(5) at once (fewer when the
 // server allows fewer, except under CI) with 50 ms budgets on a pool with
-// pgxpool's default settings but MaxConns, health checks on: before each
-// burst every connection has been idle for over a second, so each is pinged
-// under its caller's deadline. Once directly and once through a proxy that
-// delays the server's answers by 40 ms, so the pings outlive the budgets.
+// pgxpool's default settings, health checks on, once with its default
+// MaxConns and twice with as many connections as calls: before each burst
+// every connection has been idle for over a second, so each is pinged
+// under its caller's deadline. Directly, and through a proxy that delays
+// the server's answers by 40 ms, so the pings outlive the budgets.
 // No call may panic or return anything but an expiry or a refusal; then no
 // connection stays acquired, the server holds exactly the pool's sessions,
 // and Close returns.
 func TestDefaultPoolBurst(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		delay time.Duration
+		name        string
+		delay       time.Duration
+		defaultSize bool // pgxpool's default MaxConns rather than one per call
 	}{
-		{"direct", 0},
-		{"delayed", 40 * time.Millisecond},
+		{"default MaxConns", 0, true},
+		{"direct", 0, false},
+		{"delayed", 40 * time.Millisecond, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mon := monitor(t)
 			n := freeSessions(t, mon, 200)
 			app := appName(t)
 			cfg := poolConfig(t, int32(n), app)
+			if tc.defaultSize {
+				def, err := pgxpool.ParseConfig(dsn(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.MaxConns = def.MaxConns
+			}
 			if tc.delay > 0 {
 				viaProxy(t, cfg, tc.delay)
 			}
@@ -145,7 +155,7 @@ func TestDefaultPoolBurst(t *testing.T) {
 			}
 			t.Cleanup(func() { boundedClose(p, 5*time.Second) })
 			var warm sync.WaitGroup
-			for range n {
+			for range cfg.MaxConns {
 				warm.Go(func() {
 					if _, err := p.Exec(context.Background(), "SELECT pg_sleep(0.3)"); err != nil {
 						t.Errorf("warm-up: %v", err)
