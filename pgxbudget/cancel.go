@@ -61,9 +61,13 @@ func Configure(cfg *pgxpool.Config, opts ...Option) {
 		}
 		return true
 	}
+	// Setting PrepareConn makes pgxpool ignore a BeforeAcquire, so a
+	// BeforeAcquire the caller set (deprecated, but still honoured by
+	// pgxpool) is called from ours.
 	prepare := cfg.PrepareConn
-	if prepare == nil && cfg.BeforeAcquire != nil {
-		before := cfg.BeforeAcquire
+	//lint:ignore SA1019 honouring the caller's hook, as pgxpool would
+	before := cfg.BeforeAcquire
+	if prepare == nil && before != nil {
 		prepare = func(ctx context.Context, conn *pgx.Conn) (bool, error) { return before(ctx, conn), nil }
 	}
 	cfg.PrepareConn = func(ctx context.Context, conn *pgx.Conn) (bool, error) {

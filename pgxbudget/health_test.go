@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -246,5 +247,32 @@ func sessions(t *testing.T, mon *pgx.Conn, app string, want int, d time.Duration
 		if n == want || time.Since(start) > d {
 			return n
 		}
+	}
+}
+
+// TestConfigureKeepsHooks: Configure installs a PrepareConn, which makes
+// pgxpool ignore a BeforeAcquire; both hooks a caller set are still called.
+func TestConfigureKeepsHooks(t *testing.T) {
+	t.Parallel()
+	for _, hook := range []string{"PrepareConn", "BeforeAcquire"} {
+		t.Run(hook, func(t *testing.T) {
+			t.Parallel()
+			cfg := poolConfig(t, 1, appName(t))
+			var calls atomic.Int32
+			if hook == "PrepareConn" {
+				cfg.PrepareConn = func(context.Context, *pgx.Conn) (bool, error) { calls.Add(1); return true, nil }
+			} else {
+				cfg.BeforeAcquire = func(context.Context, *pgx.Conn) bool { calls.Add(1); return true }
+			}
+			p := newPoolFrom(t, cfg)
+			ctx, cancel := budget.Start(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := p.Exec(ctx, "SELECT 1"); err != nil {
+				t.Fatal(err)
+			}
+			if calls.Load() == 0 {
+				t.Errorf("the caller's %s was not called", hook)
+			}
+		})
 	}
 }
