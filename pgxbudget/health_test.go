@@ -262,6 +262,7 @@ func TestConfigureKeepsHooks(t *testing.T) {
 			if hook == "PrepareConn" {
 				cfg.PrepareConn = func(context.Context, *pgx.Conn) (bool, error) { calls.Add(1); return true, nil }
 			} else {
+				//lint:ignore SA1019 the deprecated hook is what this case tests
 				cfg.BeforeAcquire = func(context.Context, *pgx.Conn) bool { calls.Add(1); return true }
 			}
 			p := newPoolFrom(t, cfg)
