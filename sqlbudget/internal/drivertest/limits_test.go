@@ -3,6 +3,7 @@ package drivertest_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -129,5 +130,32 @@ func TestNoDeadlineAfterDeadline(t *testing.T) {
 				t.Fatalf("statement without a deadline after one with a 100 ms budget: %v", err)
 			}
 		})
+	}
+}
+
+// TestPostgresLockWaitIsLockTimeout: a statement blocked on a lock for its
+// whole budget is stopped by lock_timeout (SQLSTATE 55P03, an expiry), which
+// is set below statement_timeout so that it can fire first.
+func TestPostgresLockWaitIsLockTimeout(t *testing.T) {
+	t.Parallel()
+	raw := postgres(t)
+	ctx := context.Background()
+	holder, err := raw.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Close() }()
+	if _, err := holder.ExecContext(ctx, "SELECT pg_advisory_lock(434343)"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = holder.ExecContext(ctx, "SELECT pg_advisory_unlock(434343)") }()
+	db := sqlbudget.New(raw, sqlbudget.PostgreSQL)
+	bctx, cancel := budget.Start(ctx, 500*time.Millisecond)
+	defer cancel()
+	_, err = db.ExecContext(bctx, "SELECT pg_advisory_lock(434343)")
+	requireExpiry(t, err, "postgres")
+	var s interface{ SQLState() string }
+	if !errors.As(err, &s) || s.SQLState() != "55P03" {
+		t.Fatalf("err = %v, want the server's lock_timeout (55P03)", err)
 	}
 }
