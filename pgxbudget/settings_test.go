@@ -132,12 +132,12 @@ func TestLockTimeoutOnlyLowers(t *testing.T) {
 	cfg := poolConfig(t, 2, appName(t))
 	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "200"
 	p := newPoolFrom(t, cfg)
-	unlock := lockRow(t, p)
+	unlock := lockKey(t, p, 424201)
 	defer unlock()
 	ctx, cancel := budget.Start(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	_, err := p.Exec(ctx, "SELECT pg_advisory_lock(424242)")
+	_, err := p.Exec(ctx, "SELECT pg_advisory_lock(424201)")
 	took := time.Since(start)
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "55P03" {
@@ -148,21 +148,22 @@ func TestLockTimeoutOnlyLowers(t *testing.T) {
 	}
 }
 
-// lockRow takes advisory lock 424242 on a connection of its own and returns
-// the function that gives it back.
-func lockRow(t *testing.T, p *pgxbudget.Pool) func() {
+// lockKey takes advisory lock key on a connection of its own and returns
+// the function that gives it back. Each test uses a key of its own, since
+// they run in parallel.
+func lockKey(t *testing.T, p *pgxbudget.Pool, key int64) func() {
 	t.Helper()
 	ctx := context.Background()
 	c, err := p.Pool().Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Exec(ctx, "SELECT pg_advisory_lock(424242)"); err != nil {
+	if _, err := c.Exec(ctx, "SELECT pg_advisory_lock($1)", key); err != nil {
 		c.Release()
 		t.Fatal(err)
 	}
 	return func() {
-		_, _ = c.Exec(ctx, "SELECT pg_advisory_unlock(424242)")
+		_, _ = c.Exec(ctx, "SELECT pg_advisory_unlock($1)", key)
 		c.Release()
 	}
 }
@@ -233,13 +234,13 @@ func TestNoDeadlineAfterDeadlineInTx(t *testing.T) {
 func TestLockWaitReportedAsLockTimeout(t *testing.T) {
 	t.Parallel()
 	p, _ := newPool(t, 2)
-	unlock := lockRow(t, p)
+	unlock := lockKey(t, p, 424202)
 	defer unlock()
 	for _, m := range methods {
 		t.Run(m.name, func(t *testing.T) {
 			ctx, cancel := budget.Start(context.Background(), 500*time.Millisecond)
 			defer cancel()
-			err := m.run(ctx, p, "SELECT pg_advisory_lock(424242)")
+			err := m.run(ctx, p, "SELECT pg_advisory_lock(424202)")
 			requireExpiry(t, err, "postgres")
 			var pe *pgconn.PgError
 			if !errors.As(err, &pe) || pe.Code != "55P03" {
