@@ -56,7 +56,7 @@
 //
 //     Query, QueryRow and Exec drive pgconn's pipeline themselves: one Bind
 //     and one Execute for the settings, the same for the statement (in a
-//     transaction, an unprepared statement putting the settings back
+//     transaction, a prepared statement putting the settings back
 //     follows), one Sync. For that the package prepares statements on each connection
 //     under names of its own (pgxbudget_1, pgxbudget_2, …) and keeps their
 //     descriptions in a cache per connection, bounded like pgx's by the

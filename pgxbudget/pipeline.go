@@ -36,7 +36,8 @@ type connState struct {
 	seq   uint64   // numbers the names of prepared statements, never reused
 	stale []string // names prepared on the server to deallocate in the next pipeline
 
-	set [3]*pgconn.StatementDescription // the settings statements by settingsKind, once prepared
+	set     [3]*pgconn.StatementDescription // the settings statements by settingsKind, once prepared
+	restore *pgconn.StatementDescription    // restoreSQL, once prepared
 
 	eqb   pgx.ExtendedQueryBuilder
 	param [2][]byte // the settings' parameters: statement and lock timeouts
@@ -126,6 +127,10 @@ func (cs *connState) reset() {
 			cs.stale = append(cs.stale, sd.Name)
 		}
 		cs.set[i] = nil
+	}
+	if cs.restore != nil {
+		cs.stale = append(cs.stale, cs.restore.Name)
+		cs.restore = nil
 	}
 }
 
@@ -231,10 +236,11 @@ loop:
 // round is one pipeline on its way: what was queued, to read the results
 // back in order.
 type round struct {
-	pl      *pgconn.Pipeline
-	stale   int    // deallocations queued first
-	prepSet string // the settings statement's name when it is prepared in this round
-	kind    settingsKind
+	pl          *pgconn.Pipeline
+	stale       int    // deallocations queued first
+	prepSet     string // the settings statement's name when it is prepared in this round
+	prepRestore string // restoreSQL's name when it is prepared in this round
+	kind        settingsKind
 }
 
 // begin starts a pipeline on st's connection with the pending deallocations
@@ -246,22 +252,28 @@ func (st *stmt) begin(ctx context.Context, cs *connState) round {
 	}
 	cs.param[0] = strconv.AppendInt(cs.param[0][:0], st.ms, 10)
 	cs.param[1] = strconv.AppendInt(cs.param[1][:0], lockMillis(st.ms), 10)
-	sd, sql := cs.set[st.kind], st.kind.sql()
-	if sd != nil {
+	if sd := cs.set[st.kind]; sd != nil {
 		r.pl.SendQueryStatement(sd, cs.param[:], nil, nil)
-		return r
+	} else {
+		// First use on this connection: prepare the settings statement in
+		// the same round trip and run it at once; its parameters are text
+		// and its results are read in text, so nothing of its description
+		// is needed yet.
+		r.prepSet = cs.name()
+		r.pl.SendPrepare(r.prepSet, st.kind.sql(), nil)
+		r.pl.SendQueryPrepared(r.prepSet, cs.param[:], nil, nil)
 	}
-	// First use on this connection: prepare the settings statement in the
-	// same round trip and run it at once; its parameter is text and its
-	// results are read in text, so nothing of its description is needed yet.
-	r.prepSet = cs.name()
-	r.pl.SendPrepare(r.prepSet, sql, nil)
-	r.pl.SendQueryPrepared(r.prepSet, cs.param[:], nil, nil)
+	if st.kind.restores() && cs.restore == nil {
+		// Likewise the statement putting the settings back, run after the
+		// statement (see restore).
+		r.prepRestore = cs.name()
+		r.pl.SendPrepare(r.prepRestore, restoreSQL, nil)
+	}
 	return r
 }
 
-// settled reads the results of what begin queued: the deallocations and
-// the settings.
+// settled reads the results of what begin queued: the deallocations, the
+// settings and the restore's preparation.
 func (r *round) settled(cs *connState) error {
 	for range r.stale {
 		if _, err := r.pl.GetResults(); err != nil {
@@ -289,8 +301,20 @@ func (r *round) settled(cs *connState) error {
 	if !ok {
 		return fmt.Errorf("pgxbudget: the settings: got %T", res)
 	}
-	_, err = rr.Close()
-	return err
+	if _, err = rr.Close(); err != nil || r.prepRestore == "" {
+		return err
+	}
+	res, err = r.pl.GetResults()
+	if err != nil {
+		return err
+	}
+	sd, ok := res.(*pgconn.StatementDescription)
+	if !ok {
+		return fmt.Errorf("pgxbudget: preparing the restore: got %T", res)
+	}
+	sd.Name, sd.SQL = r.prepRestore, restoreSQL
+	cs.restore = sd
+	return nil
 }
 
 // abort ends a round that failed, reading what is left of it; err is the
@@ -311,7 +335,7 @@ func (st *stmt) prepare(ctx context.Context, cs *connState, sql string) (*prepar
 	r := st.begin(ctx, cs)
 	name := cs.name()
 	r.pl.SendPrepare(name, sql, nil)
-	st.restore(r)
+	st.restore(r, cs)
 	err := r.pl.Sync()
 	if err == nil {
 		err = r.settled(cs)
@@ -413,7 +437,7 @@ func (st *stmt) sendUnnamed(ctx context.Context, cs *connState, sql string, args
 // finish queues the restoring of the settings (in a transaction), syncs
 // the round and returns the statement's result reader.
 func (st *stmt) finish(r round, cs *connState, sql string) (*pgconn.Pipeline, *pgconn.ResultReader, error) {
-	st.restore(r)
+	st.restore(r, cs)
 	err := r.pl.Sync()
 	if err == nil {
 		err = r.settled(cs)
@@ -438,9 +462,13 @@ func (st *stmt) finish(r round, cs *connState, sql string) (*pgconn.Pipeline, *p
 // back once the statement has run; its result is read when the pipeline is
 // closed. When the statement fails the server skips it, and the failed
 // transaction's end (or a rollback to a savepoint) puts them back.
-func (st *stmt) restore(r round) {
-	if st.kind.restores() {
-		r.pl.SendQueryParams(restoreSQL, nil, nil, nil, nil)
+func (st *stmt) restore(r round, cs *connState) {
+	switch {
+	case !st.kind.restores():
+	case r.prepRestore != "":
+		r.pl.SendQueryPrepared(r.prepRestore, nil, nil, nil)
+	default:
+		r.pl.SendQueryStatement(cs.restore, nil, nil, nil)
 	}
 }
 
