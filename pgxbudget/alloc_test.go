@@ -57,8 +57,9 @@ func TestAllocations(t *testing.T) {
 			return r.Err()
 		}},
 		// pgxbudget's former path, kept for the modes and tracers the direct
-		// one does not cover.
-		{"QueryRow through a pgx.Batch", 47, func(ctx context.Context) error {
+		// one does not cover. 49 since the lock timeout is a parameter of its
+		// own (a second string, boxed in the batch's arguments).
+		{"QueryRow through a pgx.Batch", 49, func(ctx context.Context) error {
 			return batch.QueryRow(ctx, "SELECT 1").Scan(&x)
 		}},
 		{"Exec", 31, func(ctx context.Context) error { _, err := p.Exec(ctx, "SELECT 1"); return err }},

@@ -21,22 +21,43 @@
 //
 //  2. The time left for the statement is the budget's available time
 //     ([budget.Available]) less a reserve for the answer to travel back
-//     (10 ms by default, never more than a fifth of what is available). When
-//     that is under one millisecond the statement is refused with an error
-//     matching [budget.ErrInsufficient] and never reaches the server.
+//     (10 ms by default, never more than a fifth of what is available),
+//     clamped to the longest timeout PostgreSQL accepts (2³¹−1 ms, about
+//     24.8 days; sqlbudget.Timeout). When that is under one millisecond the
+//     statement is refused with an error matching [budget.ErrInsufficient]
+//     and never reaches the server.
 //
-//  3. The statement is sent in one pipeline (one Sync) behind
-//     SELECT set_config('statement_timeout', …, true) and the same for
-//     lock_timeout, so the server enforces the budget itself with no extra
-//     round trip. A pipeline with one Sync is one implicit transaction, so the
-//     settings end with it and never leak to the next user of the connection.
-//     Inside a [Tx] every statement refreshes the settings the same way, and
-//     the BEGIN sets idle_in_transaction_session_timeout too, so a client that
-//     dies in the middle of a transaction does not hold its locks for long.
+//  3. The statement is sent in one pipeline (one Sync) behind a
+//     set_config of statement_timeout and lock_timeout (local to the
+//     transaction), so the server enforces the budget itself with no extra
+//     round trip. The pushed values only ever lower what the operator
+//     configured for the session, role or database (or set with SET on the
+//     connection; 0 is "no limit"): the server takes the smaller in the
+//     same statement (sqlbudget.PostgresSetSQL), so a session
+//     statement_timeout of 1 s still stops a statement at 1 s under a 10 s
+//     budget, as on the plain pool. lock_timeout is nine tenths of the
+//     statement timeout (sqlbudget.LockTimeout): the statement's timer
+//     starts before any lock wait, so an equal lock_timeout could never
+//     fire first, and a statement blocked on a lock is reported as a lock
+//     timeout (55P03) rather than as slow work (57014).
+//
+//     A pipeline with one Sync is one implicit transaction, so the settings
+//     end with it and never leak to the next user of the connection. Inside
+//     a [Tx] they must end with the statement too: the settings statement
+//     keeps the values it replaces and a statement queued after the
+//     statement, in the same pipeline, puts them back, so a later statement
+//     without a deadline runs under the operator's settings, exactly as on
+//     the plain pool. (When the statement fails, the transaction is
+//     aborted, and its end or a rollback to a savepoint puts them back.) A
+//     transaction begun with a budget also lowers
+//     idle_in_transaction_session_timeout, at the BEGIN and at each
+//     statement, so a client that dies in the middle of it does not hold
+//     its locks for long; a transaction begun without one leaves it alone.
 //
 //     Query, QueryRow and Exec drive pgconn's pipeline themselves: one Bind
-//     and one Execute for the settings, the same for the statement, one
-//     Sync. For that the package prepares statements on each connection
+//     and one Execute for the settings, the same for the statement (in a
+//     transaction, a prepared statement putting the settings back
+//     follows), one Sync. For that the package prepares statements on each connection
 //     under names of its own (pgxbudget_1, pgxbudget_2, …) and keeps their
 //     descriptions in a cache per connection, bounded like pgx's by the
 //     connection's StatementCacheCapacity, least recently used out first
@@ -46,14 +67,21 @@
 //     bounded by the server as well. Arguments are encoded as pgx encodes
 //     them (pgx.ExtendedQueryBuilder and the connection's type map). This
 //     path is taken when the pool's connections use pgx's default
-//     QueryExecModeCacheStatement with a statement cache and no tracer; the
-//     rest goes through a pgx.Batch with the settings queued first, which
-//     follows the configured query exec mode and calls the tracer: other
-//     modes, a tracer, SendBatch, arguments that begin with a pgx option
-//     (a QueryExecMode, result formats, or a QueryRewriter such as
-//     pgx.NamedArgs), and SQL that is a single word or that the server
-//     will not prepare (a syntax error, outside a transaction, which such an
-//     error would abort), such as the name of a statement prepared with
+//     QueryExecModeCacheStatement with a statement cache and no tracer, and
+//     for every call whose arguments begin with pgx options: those are read
+//     as pgx reads them (a QueryRewriter such as pgx.NamedArgs is applied,
+//     result formats are asked for, QueryExecModeExec sends the statement
+//     unprepared, and so does QueryExecModeSimpleProtocol, which pgx
+//     documents as behaving as QueryExecModeExec: one statement per call,
+//     since the settings cannot share a simple query without interpolating
+//     the arguments, which pgx does not export; QueryExecModeCacheDescribe
+//     and QueryExecModeDescribeExec use the package's prepared statements),
+//     and the answer is the plain pool's. The rest goes through a pgx.Batch
+//     with the settings queued first, which follows the configured query
+//     exec mode and calls the tracer: other modes, a tracer, SendBatch, and
+//     SQL that is a single word or that the server will not prepare (a
+//     syntax error, outside a transaction, which such an error would
+//     abort), such as the name of a statement prepared with
 //     pgx.Conn.Prepare. If the package's statements disappear from a
 //     connection (DEALLOCATE ALL, DISCARD ALL), the cache is emptied and the
 //     statement, which has not run, is prepared and sent again; outside a
@@ -87,6 +115,13 @@
 //     acknowledged and has settled (in the background, so the caller is not
 //     held up), so a late cancel cannot hit the connection's next statement.
 //     A cancel request not acknowledged within a second closes the connection.
+//
+// pgxpool pings a connection idle for over a second before handing it out,
+// under the acquiring caller's deadline. When the ping outlives that
+// deadline, pgxpool puts the connection back without AfterRelease; its
+// cancel is settled when the connection is next acquired, before any
+// statement runs on it, so no cancel request can hit a later statement, and
+// no connection is lost or kept from the pool.
 //
 // pgx's own CancelRequestContextWatcherHandler keeps the connection too, but
 // it makes the caller wait for the settling (100 ms past the deadline).

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/sqlbudget"
 )
 
 // IsTimeout reports whether err says a statement ran out of time on the
@@ -31,40 +32,16 @@ func IsTimeout(err error) bool {
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		switch pe.Code {
-		case "57014":
-			return true
-		case "55P03":
-			return pe.Routine == "ProcessInterrupts"
-		}
+		return sqlbudget.IsPostgresTimeout(pe.Code, pe.Routine == "ProcessInterrupts")
 	}
 	return false
 }
 
-// expired maps err to what the caller should see: an expiry of stage when
-// the server stopped the statement for time or ctx's deadline has passed, a
-// cancellation of stage (matching context.Canceled) when the caller gave up,
-// err itself otherwise.
+// expired maps err to what the caller should see, as sqlbudget.Expired
+// does (shared with sqlbudget): an expiry of stage when the server stopped
+// the statement for time or ctx's deadline has passed, a cancellation of
+// stage (matching context.Canceled) when the caller gave up, err itself
+// otherwise.
 func expired(ctx context.Context, stage string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var be *budget.Error
-	if errors.As(err, &be) {
-		return err
-	}
-	e := &budget.Error{Stage: stage, Outcome: budget.OutcomeExpired, Err: err}
-	switch cerr := ctx.Err(); {
-	case errors.Is(cerr, context.Canceled):
-		e.Outcome = budget.OutcomeCanceled
-	case cerr == nil && !IsTimeout(err):
-		return err
-	}
-	if left, ok := budget.Available(ctx); ok {
-		e.Remaining = left
-	}
-	if l := budget.LedgerFrom(ctx); l != nil {
-		e.Budget = l.Budget()
-	}
-	return e
+	return sqlbudget.Expired(ctx, stage, err, IsTimeout)
 }

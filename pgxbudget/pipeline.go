@@ -36,11 +36,11 @@ type connState struct {
 	seq   uint64   // numbers the names of prepared statements, never reused
 	stale []string // names prepared on the server to deallocate in the next pipeline
 
-	set, setTx *pgconn.StatementDescription // the settings statements, once prepared
+	set     [3]*pgconn.StatementDescription // the settings statements by settingsKind, once prepared
+	restore *pgconn.StatementDescription    // restoreSQL, once prepared
 
 	eqb   pgx.ExtendedQueryBuilder
-	ms    []byte
-	param [1][]byte
+	param [2][]byte // the settings' parameters: statement and lock timeouts
 }
 
 // prepared is one cached statement. A nil sd marks SQL that the server
@@ -122,20 +122,24 @@ func (cs *connState) reset() {
 	for _, e := range cs.stmts {
 		cs.drop(e)
 	}
-	for _, sd := range [...]*pgconn.StatementDescription{cs.set, cs.setTx} {
+	for i, sd := range cs.set {
 		if sd != nil {
 			cs.stale = append(cs.stale, sd.Name)
 		}
+		cs.set[i] = nil
 	}
-	cs.set, cs.setTx = nil, nil
+	if cs.restore != nil {
+		cs.stale = append(cs.stale, cs.restore.Name)
+		cs.restore = nil
+	}
 }
 
 // errFallback says a statement must go through pgx.Batch instead.
 var errFallback = errors.New("pgxbudget: statement not prepared")
 
-// direct reports whether a statement with args may take the direct path: a
-// leading pgx option (a QueryExecMode, result formats, or a QueryRewriter
-// such as pgx.NamedArgs) is left to pgx.
+// direct reports whether a statement with args may take the direct path
+// on a pool configured for it. Its pgx options were read already (see
+// options); any left, after a QueryRewriter, are left to pgx.
 //
 // SQL of a single word is left to pgx too: it may be the name of a statement
 // prepared with pgx.Conn.Prepare, which only pgx can resolve.
@@ -152,43 +156,124 @@ func (st *stmt) direct(sql string, args []any) bool {
 	return true
 }
 
+// callOpts are the pgx option arguments a call began with, as pgx reads
+// them: a QueryExecMode, result formats (not for Exec, whose arguments
+// they would be, as in pgx) and a QueryRewriter, applied once the options
+// are read.
+type callOpts struct {
+	mode    pgx.QueryExecMode // 0 when none was given
+	formats pgx.QueryResultFormats
+	byOID   pgx.QueryResultFormatsByOID
+}
+
+// given reports whether the call chose a mode or result formats: such a
+// call takes the direct path whatever the pool's configuration, since a
+// pgx.Batch carries neither.
+func (o callOpts) given() bool { return o.mode != 0 || o.formats != nil || o.byOID != nil }
+
+// unnamed reports whether the statement is sent without being prepared:
+// pgx's QueryExecModeExec, and QueryExecModeSimpleProtocol, which pgx
+// documents as having the same visible behaviour (the settings cannot share
+// a simple query's implicit transaction unless the arguments are
+// interpolated into the SQL, which pgx does not export).
+func (o callOpts) unnamed() bool {
+	return o.mode == pgx.QueryExecModeExec || o.mode == pgx.QueryExecModeSimpleProtocol
+}
+
+// resultFormats returns the result formats to ask for, as pgx chooses
+// them: by OID when given, else by position when given, else def.
+func (o callOpts) resultFormats(fields []pgconn.FieldDescription, def []int16) []int16 {
+	if o.byOID != nil && fields != nil {
+		f := make([]int16, len(fields))
+		for i := range f {
+			f[i] = o.byOID[fields[i].DataTypeOID]
+		}
+		return f
+	}
+	if o.formats != nil {
+		return o.formats
+	}
+	return def
+}
+
+// options reads the pgx option arguments args begins with and applies a
+// QueryRewriter, returning the SQL and arguments to send. query says
+// whether result formats are options (Query) or arguments (Exec).
+func (st *stmt) options(ctx context.Context, sql string, args []any, query bool) (string, []any, callOpts, error) {
+	var o callOpts
+	var rw pgx.QueryRewriter
+loop:
+	for len(args) > 0 {
+		switch a := args[0].(type) {
+		case pgx.QueryResultFormats:
+			if !query {
+				break loop
+			}
+			o.formats = a
+		case pgx.QueryResultFormatsByOID:
+			if !query {
+				break loop
+			}
+			o.byOID = a
+		case pgx.QueryExecMode:
+			o.mode = a
+		case pgx.QueryRewriter:
+			rw = a
+		default:
+			break loop
+		}
+		args = args[1:]
+	}
+	if rw != nil {
+		var err error
+		if sql, args, err = rw.RewriteQuery(ctx, st.c, sql, args); err != nil {
+			return sql, args, o, fmt.Errorf("rewrite query failed: %w", err)
+		}
+	}
+	return sql, args, o, nil
+}
+
 // round is one pipeline on its way: what was queued, to read the results
 // back in order.
 type round struct {
-	pl      *pgconn.Pipeline
-	stale   int    // deallocations queued first
-	prepSet string // the settings statement's name when it is prepared in this round
-	tx      bool
+	pl          *pgconn.Pipeline
+	stale       int    // deallocations queued first
+	prepSet     string // the settings statement's name when it is prepared in this round
+	prepRestore string // restoreSQL's name when it is prepared in this round
+	kind        settingsKind
 }
 
 // begin starts a pipeline on st's connection with the pending deallocations
 // and the settings queued.
 func (st *stmt) begin(ctx context.Context, cs *connState) round {
-	r := round{pl: st.pc.StartPipeline(ctx), stale: len(cs.stale), tx: st.tx}
+	r := round{pl: st.pc.StartPipeline(ctx), stale: len(cs.stale), kind: st.kind}
 	for _, name := range cs.stale {
 		r.pl.SendDeallocate(name)
 	}
-	cs.ms = strconv.AppendInt(cs.ms[:0], st.ms, 10)
-	cs.param[0] = cs.ms
-	sd, sql := cs.set, setSQL
-	if st.tx {
-		sd, sql = cs.setTx, setTxSQL
-	}
-	if sd != nil {
+	cs.param[0] = strconv.AppendInt(cs.param[0][:0], st.ms, 10)
+	cs.param[1] = strconv.AppendInt(cs.param[1][:0], lockMillis(st.ms), 10)
+	if sd := cs.set[st.kind]; sd != nil {
 		r.pl.SendQueryStatement(sd, cs.param[:], nil, nil)
-		return r
+	} else {
+		// First use on this connection: prepare the settings statement in
+		// the same round trip and run it at once; its parameters are text
+		// and its results are read in text, so nothing of its description
+		// is needed yet.
+		r.prepSet = cs.name()
+		r.pl.SendPrepare(r.prepSet, st.kind.sql(), nil)
+		r.pl.SendQueryPrepared(r.prepSet, cs.param[:], nil, nil)
 	}
-	// First use on this connection: prepare the settings statement in the
-	// same round trip and run it at once; its parameter is text and its
-	// results are read in text, so nothing of its description is needed yet.
-	r.prepSet = cs.name()
-	r.pl.SendPrepare(r.prepSet, sql, nil)
-	r.pl.SendQueryPrepared(r.prepSet, cs.param[:], nil, nil)
+	if st.kind.restores() && cs.restore == nil {
+		// Likewise the statement putting the settings back, run after the
+		// statement (see restore).
+		r.prepRestore = cs.name()
+		r.pl.SendPrepare(r.prepRestore, restoreSQL, nil)
+	}
 	return r
 }
 
-// settled reads the results of what begin queued: the deallocations and
-// the settings.
+// settled reads the results of what begin queued: the deallocations, the
+// settings and the restore's preparation.
 func (r *round) settled(cs *connState) error {
 	for range r.stale {
 		if _, err := r.pl.GetResults(); err != nil {
@@ -205,13 +290,8 @@ func (r *round) settled(cs *connState) error {
 		if !ok {
 			return fmt.Errorf("pgxbudget: preparing the settings: got %T", res)
 		}
-		sd.Name, sd.SQL = r.prepSet, setSQL
-		if r.tx {
-			sd.SQL = setTxSQL
-			cs.setTx = sd
-		} else {
-			cs.set = sd
-		}
+		sd.Name, sd.SQL = r.prepSet, r.kind.sql()
+		cs.set[r.kind] = sd
 	}
 	res, err := r.pl.GetResults()
 	if err != nil {
@@ -221,8 +301,20 @@ func (r *round) settled(cs *connState) error {
 	if !ok {
 		return fmt.Errorf("pgxbudget: the settings: got %T", res)
 	}
-	_, err = rr.Close()
-	return err
+	if _, err = rr.Close(); err != nil || r.prepRestore == "" {
+		return err
+	}
+	res, err = r.pl.GetResults()
+	if err != nil {
+		return err
+	}
+	sd, ok := res.(*pgconn.StatementDescription)
+	if !ok {
+		return fmt.Errorf("pgxbudget: preparing the restore: got %T", res)
+	}
+	sd.Name, sd.SQL = r.prepRestore, restoreSQL
+	cs.restore = sd
+	return nil
 }
 
 // abort ends a round that failed, reading what is left of it; err is the
@@ -243,6 +335,7 @@ func (st *stmt) prepare(ctx context.Context, cs *connState, sql string) (*prepar
 	r := st.begin(ctx, cs)
 	name := cs.name()
 	r.pl.SendPrepare(name, sql, nil)
+	st.restore(r, cs)
 	err := r.pl.Sync()
 	if err == nil {
 		err = r.settled(cs)
@@ -258,7 +351,7 @@ func (st *stmt) prepare(ctx context.Context, cs *connState, sql string) (*prepar
 	if err != nil {
 		r.abort(cs, err)
 		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "42601" && !st.tx {
+		if errors.As(err, &pe) && pe.Code == "42601" && st.kind == plain {
 			// Not SQL the server can prepare: perhaps the name of a statement
 			// prepared with pgx.Conn.Prepare, which pgx resolves. The Parse
 			// failed, so nothing named name exists on the server. (In a
@@ -279,11 +372,14 @@ func (st *stmt) prepare(ctx context.Context, cs *connState, sql string) (*prepar
 // it with the statement's result reader; the caller reads the results and
 // closes the pipeline. errFallback means the statement must go through
 // pgx.Batch; nothing was sent for it then.
-func (st *stmt) send(ctx context.Context, sql string, args []any) (*pgconn.Pipeline, *pgconn.ResultReader, error) {
+func (st *stmt) send(ctx context.Context, sql string, args []any, o callOpts) (*pgconn.Pipeline, *pgconn.ResultReader, error) {
 	cs := stateOf(st.pc, st.cfg.capacity)
-	pl, rr, err := st.sendOnce(ctx, cs, sql, args)
+	if o.unnamed() {
+		return st.sendUnnamed(ctx, cs, sql, args, o)
+	}
+	pl, rr, err := st.sendOnce(ctx, cs, sql, args, o)
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "26000" && !st.tx && !st.pc.IsClosed() {
+	if errors.As(err, &pe) && pe.Code == "26000" && st.kind == plain && !st.pc.IsClosed() {
 		// A statement of ours was deallocated behind our back (outside a
 		// transaction, which the error would have aborted): nothing ran,
 		// since a Bind failed, and the cache was reset, so prepare and send
@@ -293,12 +389,12 @@ func (st *stmt) send(ctx context.Context, sql string, args []any) (*pgconn.Pipel
 			return nil, nil, err
 		}
 		st.ms = ms
-		return st.sendOnce(ctx, cs, sql, args)
+		return st.sendOnce(ctx, cs, sql, args, o)
 	}
 	return pl, rr, err
 }
 
-func (st *stmt) sendOnce(ctx context.Context, cs *connState, sql string, args []any) (*pgconn.Pipeline, *pgconn.ResultReader, error) {
+func (st *stmt) sendOnce(ctx context.Context, cs *connState, sql string, args []any, o callOpts) (*pgconn.Pipeline, *pgconn.ResultReader, error) {
 	e := cs.get(sql)
 	if e == nil {
 		var err error
@@ -322,7 +418,26 @@ func (st *stmt) sendOnce(ctx context.Context, cs *connState, sql string, args []
 		return nil, nil, err
 	}
 	r := st.begin(ctx, cs)
-	r.pl.SendQueryStatement(e.sd, cs.eqb.ParamValues, cs.eqb.ParamFormats, cs.eqb.ResultFormats)
+	r.pl.SendQueryStatement(e.sd, cs.eqb.ParamValues, cs.eqb.ParamFormats, o.resultFormats(e.sd.Fields, cs.eqb.ResultFormats))
+	return st.finish(r, cs, sql)
+}
+
+// sendUnnamed sends sql with args behind the settings as pgx's
+// QueryExecModeExec does: not prepared, the arguments encoded by their Go
+// types and the server inferring the parameters' types.
+func (st *stmt) sendUnnamed(ctx context.Context, cs *connState, sql string, args []any, o callOpts) (*pgconn.Pipeline, *pgconn.ResultReader, error) {
+	if err := cs.eqb.Build(st.c.TypeMap(), nil, args); err != nil {
+		return nil, nil, err
+	}
+	r := st.begin(ctx, cs)
+	r.pl.SendQueryParams(sql, cs.eqb.ParamValues, nil, cs.eqb.ParamFormats, o.resultFormats(nil, cs.eqb.ResultFormats))
+	return st.finish(r, cs, sql)
+}
+
+// finish queues the restoring of the settings (in a transaction), syncs
+// the round and returns the statement's result reader.
+func (st *stmt) finish(r round, cs *connState, sql string) (*pgconn.Pipeline, *pgconn.ResultReader, error) {
+	st.restore(r, cs)
 	err := r.pl.Sync()
 	if err == nil {
 		err = r.settled(cs)
@@ -341,6 +456,20 @@ func (st *stmt) sendOnce(ctx context.Context, cs *connState, sql string, args []
 		return nil, nil, err
 	}
 	return r.pl, rr, nil
+}
+
+// restore queues, in a transaction, the statement that puts the settings
+// back once the statement has run; its result is read when the pipeline is
+// closed. When the statement fails the server skips it, and the failed
+// transaction's end (or a rollback to a savepoint) puts them back.
+func (st *stmt) restore(r round, cs *connState) {
+	switch {
+	case !st.kind.restores():
+	case r.prepRestore != "":
+		r.pl.SendQueryPrepared(r.prepRestore, nil, nil, nil)
+	default:
+		r.pl.SendQueryStatement(cs.restore, nil, nil, nil)
+	}
 }
 
 // invalidate drops sql's prepared statement when the server says its

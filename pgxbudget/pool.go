@@ -2,13 +2,13 @@ package pgxbudget
 
 import (
 	"context"
-	"errors"
-	"time"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/sqlbudget"
 )
 
 // Pool runs statements on a pgxpool.Pool with the budget of their context
@@ -16,10 +16,14 @@ import (
 // have pgx's signatures. Statements whose context has no deadline run
 // exactly as on the underlying pool.
 //
-// A Pool is safe for concurrent use, as the pgxpool.Pool it wraps.
+// A Pool is safe for concurrent use, as the pgxpool.Pool it wraps. Make one
+// with [New] or [Wrap]: the zero Pool, a nil *Pool and a Pool wrapping nil
+// have no connections, and their methods return an error matching
+// [budget.ErrMisconfigured] that says which it is.
 type Pool struct {
-	pool *pgxpool.Pool
-	cfg  config
+	pool    *pgxpool.Pool
+	cfg     config
+	wrapped bool // made by Wrap, to tell Wrap(nil) from the zero Pool
 }
 
 // New configures cfg with [Configure], creates the pool with
@@ -28,7 +32,7 @@ type Pool struct {
 // returned Pool when done.
 func New(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*Pool, error) {
 	if cfg == nil {
-		return nil, errors.New("pgxbudget: New needs a *pgxpool.Config, got nil")
+		return nil, fmt.Errorf("%w: pgxbudget.New was given a nil *pgxpool.Config", budget.ErrMisconfigured)
 	}
 	Configure(cfg, opts...)
 	p, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -41,13 +45,14 @@ func New(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*Pool, error
 // Wrap returns a Pool running statements on p. Call [Configure] on p's
 // configuration before creating p, or a statement whose context ends on the
 // client side costs its connection, as plain pgx does; the server-side
-// timeouts work either way. A nil p gives a Pool whose methods report the
-// mistake.
+// timeouts work either way. A nil p gives a Pool whose methods return an
+// error matching [budget.ErrMisconfigured].
 //
 // Wrap reads p's connection configuration once: with pgx's default
 // QueryExecModeCacheStatement, a statement cache and no tracer, Query,
 // QueryRow and Exec drive pgconn's pipeline directly (see the package
-// documentation); otherwise they go through a pgx.Batch.
+// documentation); otherwise they go through a pgx.Batch, except calls whose
+// arguments begin with a pgx query exec mode or result formats.
 func Wrap(p *pgxpool.Pool, opts ...Option) *Pool {
 	c := newConfig(opts)
 	if p != nil {
@@ -56,22 +61,41 @@ func Wrap(p *pgxpool.Pool, opts ...Option) *Pool {
 			cc.StatementCacheCapacity > 0 && cc.Tracer == nil
 		c.capacity = cc.StatementCacheCapacity
 	}
-	return &Pool{pool: p, cfg: c}
+	return &Pool{pool: p, cfg: c, wrapped: true}
 }
 
 // Pool returns the underlying pool, for what the wrapper does not cover
-// (CopyFrom, statements that cannot run in a transaction block, Stat).
-func (p *Pool) Pool() *pgxpool.Pool { return p.pool }
+// (CopyFrom, statements that cannot run in a transaction block, Stat). It
+// is nil for a Pool without one (see [Pool]).
+func (p *Pool) Pool() *pgxpool.Pool {
+	if p == nil {
+		return nil
+	}
+	return p.pool
+}
 
 // Close closes the underlying pool; it waits for every connection to be
-// released, including those still settling a cancel request.
+// released, including those still settling a cancel request. It does
+// nothing for a Pool without one.
 func (p *Pool) Close() {
-	if p.pool != nil {
+	if p != nil && p.pool != nil {
 		p.pool.Close()
 	}
 }
 
-var errNilPool = errors.New("pgxbudget: Pool has no pgxpool.Pool (Wrap was given nil)")
+// check returns the error every method reports for a Pool without a
+// pgxpool.Pool, saying which mistake it was.
+func (p *Pool) check() error {
+	switch {
+	case p == nil:
+		return fmt.Errorf("%w: a nil *pgxbudget.Pool (make one with pgxbudget.New or Wrap)", budget.ErrMisconfigured)
+	case p.pool != nil:
+		return nil
+	case p.wrapped:
+		return fmt.Errorf("%w: pgxbudget.Wrap was given a nil *pgxpool.Pool", budget.ErrMisconfigured)
+	}
+	return fmt.Errorf("%w: a zero Pool has no pgxpool.Pool (make one with pgxbudget.New or Wrap)", budget.ErrMisconfigured)
+}
 
 // acquire takes a connection for one statement under ctx's budget and
 // returns it with the statement timeout in whole milliseconds (0 when ctx
@@ -79,8 +103,8 @@ var errNilPool = errors.New("pgxbudget: Pool has no pgxpool.Pool (Wrap was given
 // a statement with too little time left is refused before and after the
 // wait, and never reaches the server.
 func (p *Pool) acquire(ctx context.Context) (*pgxpool.Conn, int64, error) {
-	if p.pool == nil {
-		return nil, 0, errNilPool
+	if err := p.check(); err != nil {
+		return nil, 0, err
 	}
 	if _, bounded, err := p.cfg.budgetFor(ctx); !bounded {
 		c, err := p.pool.Acquire(ctx)
@@ -88,36 +112,16 @@ func (p *Pool) acquire(ctx context.Context) (*pgxpool.Conn, int64, error) {
 	} else if err != nil {
 		return nil, 0, err
 	}
-	start := time.Now()
-	left, _ := budget.Remaining(ctx)
-	c, err := p.pool.Acquire(ctx)
-	ev := budget.Event{Kind: budget.EventQueue, Stage: p.cfg.acquire, At: start,
-		Duration: time.Since(start), Remaining: left, Outcome: budget.OutcomeOK}
+	c, err := sqlbudget.Acquire(ctx, p.cfg.acquire, p.pool.Acquire)
 	if err != nil {
-		err = expired(ctx, p.cfg.acquire, err)
-		ev.Outcome, ev.Err = outcomeOf(ctx, err), err
-		budget.Note(ctx, ev)
 		return nil, 0, err
 	}
-	budget.Note(ctx, ev)
 	ms, _, err := p.cfg.budgetFor(ctx)
 	if err != nil {
 		c.Release()
 		return nil, 0, err
 	}
 	return c, ms, nil
-}
-
-// outcomeOf says how a wait that ended in err ended.
-func outcomeOf(ctx context.Context, err error) budget.Outcome {
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return budget.OutcomeExpired
-	case ctx.Err() != nil:
-		return budget.OutcomeCanceled
-	default:
-		return budget.OutcomeFailed
-	}
 }
 
 func (p *Pool) stmt(c *pgxpool.Conn, ms int64) *stmt {
@@ -179,7 +183,10 @@ func (p *Pool) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comman
 // over behind the settings. Use [Pool.BeginTx] for a transaction with the
 // budget pushed down.
 func (p *Pool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	if b != nil && beginsTx(b) && p.pool != nil {
+	if err := p.check(); err != nil {
+		return &batch{err: err}
+	}
+	if b != nil && beginsTx(b) {
 		return p.pool.SendBatch(ctx, b)
 	}
 	c, ms, err := p.acquire(ctx)
@@ -195,11 +202,12 @@ func (p *Pool) Begin(ctx context.Context) (*Tx, error) {
 }
 
 // BeginTx starts a transaction as pgxpool.Pool.BeginTx does. When ctx has a
-// deadline the BEGIN sets statement_timeout, lock_timeout and
-// idle_in_transaction_session_timeout in the same round trip, so a client
-// that dies mid-transaction does not keep its locks past the budget (the
-// server ends such a session), and every statement of the transaction
-// refreshes them from the time then left.
+// deadline the BEGIN lowers idle_in_transaction_session_timeout to it in
+// the same round trip, so a client that dies mid-transaction does not keep
+// its locks past the budget (the server ends such a session), and every
+// statement of the transaction lowers it again from the time then left.
+// statement_timeout and lock_timeout are set by each statement with a
+// deadline for itself (see [Tx]).
 func (p *Pool) BeginTx(ctx context.Context, opts pgx.TxOptions) (*Tx, error) {
 	c, ms, err := p.acquire(ctx)
 	if err != nil {
@@ -213,5 +221,5 @@ func (p *Pool) BeginTx(ctx context.Context, opts pgx.TxOptions) (*Tx, error) {
 		c.Release()
 		return nil, expired(ctx, p.cfg.stage, err)
 	}
-	return &Tx{tx: tx, conn: c, cfg: &p.cfg}, nil
+	return &Tx{tx: tx, conn: c, cfg: &p.cfg, bounded: ms > 0}, nil
 }

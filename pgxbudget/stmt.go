@@ -23,8 +23,8 @@ type stmt struct {
 	pc   *pgconn.PgConn // whose canceler is armed while the statement runs
 	conn *pgxpool.Conn  // released when the statement is done; nil in a Tx
 	cfg  *config
-	tx   bool
-	ms   int64 // the statement timeout; 0 when ctx has no deadline
+	kind settingsKind // which settings, in or out of a transaction
+	ms   int64        // the statement timeout; 0 when ctx has no deadline
 }
 
 // done disarms the connection's canceler and releases the connection.
@@ -49,9 +49,14 @@ func (st *stmt) start(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, erro
 }
 
 func (st *stmt) query(ctx context.Context, sql string, args []any) (pgx.Rows, error) {
-	if st.direct(sql, args) {
+	sql, args, o, err := st.options(ctx, sql, args, true)
+	if err != nil {
+		st.done()
+		return nil, err
+	}
+	if o.unnamed() || o.given() || st.direct(sql, args) {
 		arm(st.pc, true)
-		pl, rr, err := st.send(ctx, sql, args)
+		pl, rr, err := st.send(ctx, sql, args, o)
 		if err == nil {
 			return &rows{Rows: pgx.RowsFromResultReader(st.c.TypeMap(), rr), pl: pl, sql: sql, st: st, ctx: ctx}, nil
 		}
@@ -60,8 +65,11 @@ func (st *stmt) query(ctx context.Context, sql string, args []any) (pgx.Rows, er
 			return nil, expired(ctx, st.cfg.stage, err)
 		}
 	}
-	b := settings(st.ms, st.tx)
+	b := settings(st.ms, st.kind)
 	b.Queue(sql, args...)
+	if st.kind.restores() {
+		b.Queue(restoreSQL)
+	}
 	br, err := st.start(ctx, b)
 	if err != nil {
 		return nil, err
@@ -79,9 +87,14 @@ func (st *stmt) query(ctx context.Context, sql string, args []any) (pgx.Rows, er
 }
 
 func (st *stmt) exec(ctx context.Context, sql string, args []any) (pgconn.CommandTag, error) {
-	if st.direct(sql, args) {
+	sql, args, o, err := st.options(ctx, sql, args, false)
+	if err != nil {
+		st.done()
+		return pgconn.CommandTag{}, err
+	}
+	if o.unnamed() || o.given() || st.direct(sql, args) {
 		arm(st.pc, true)
-		pl, rr, err := st.send(ctx, sql, args)
+		pl, rr, err := st.send(ctx, sql, args, o)
 		if err == nil {
 			tag, err := rr.Close()
 			if cerr := pl.Close(); err == nil {
@@ -98,8 +111,11 @@ func (st *stmt) exec(ctx context.Context, sql string, args []any) (pgconn.Comman
 			return pgconn.CommandTag{}, expired(ctx, st.cfg.stage, err)
 		}
 	}
-	b := settings(st.ms, st.tx)
+	b := settings(st.ms, st.kind)
 	b.Queue(sql, args...)
+	if st.kind.restores() {
+		b.Queue(restoreSQL)
+	}
 	br, err := st.start(ctx, b)
 	if err != nil {
 		return pgconn.CommandTag{}, err
@@ -121,8 +137,11 @@ func (st *stmt) sendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 		st.ms = 0 // nothing armed
 		return &batch{br: st.s.SendBatch(ctx, b), st: st, ctx: ctx}
 	}
-	nb := settings(st.ms, st.tx)
+	nb := settings(st.ms, st.kind)
 	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
+	if st.kind.restores() {
+		nb.Queue(restoreSQL)
+	}
 	br, err := st.start(ctx, nb)
 	if err != nil {
 		return &batch{err: err}

@@ -10,23 +10,26 @@ import (
 )
 
 // Tx is a transaction begun by [Pool.Begin] or [Pool.BeginTx]. Every
-// statement refreshes statement_timeout, lock_timeout and
-// idle_in_transaction_session_timeout from the time its context has left, in
-// the statement's own round trip; a statement with too little time left is
-// refused before it is sent. End it with Commit or Rollback, which return the
+// statement whose context has a deadline runs with statement_timeout and
+// lock_timeout lowered to the time its context has left, in the statement's
+// own round trip, and put back after it, so a statement without a deadline
+// runs under the operator's settings; in a transaction begun with a budget
+// it also lowers idle_in_transaction_session_timeout, which stays. A
+// statement with too little time left is refused before it is sent. End it with Commit or Rollback, which return the
 // connection to the pool; calling Rollback after Commit is safe and does
 // nothing, so `defer tx.Rollback(ctx)` is the usual pattern.
 //
 // A Tx, like a pgx.Tx, must not be used by several goroutines at once.
 type Tx struct {
-	tx   pgx.Tx
-	conn *pgxpool.Conn
-	cfg  *config
+	tx      pgx.Tx
+	conn    *pgxpool.Conn
+	cfg     *config
+	bounded bool // begun with a budget: statements lower idle_in_transaction_session_timeout too
 }
 
 // Tx returns the underlying pgx.Tx, for what the wrapper does not cover
-// (CopyFrom, LargeObjects, Prepare). Statements run through it carry the
-// timeouts last set, not the time left.
+// (CopyFrom, LargeObjects, Prepare). Statements run through it run under
+// the operator's statement_timeout and lock_timeout, not the time left.
 func (t *Tx) Tx() pgx.Tx { return t.tx }
 
 func (t *Tx) budgetFor(ctx context.Context) (int64, error) {
@@ -38,7 +41,11 @@ func (t *Tx) budgetFor(ctx context.Context) (int64, error) {
 }
 
 func (t *Tx) stmt(ms int64) *stmt {
-	return &stmt{s: t.tx, c: t.conn.Conn(), pc: t.conn.Conn().PgConn(), cfg: t.cfg, tx: true, ms: ms}
+	k := inTx
+	if t.bounded {
+		k = inTxIdle
+	}
+	return &stmt{s: t.tx, c: t.conn.Conn(), pc: t.conn.Conn().PgConn(), cfg: t.cfg, kind: k, ms: ms}
 }
 
 // Query runs sql in the transaction, as pgx.Tx.Query does.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/timebudget/budget"
@@ -47,14 +48,15 @@ func (db *DB) check() error {
 }
 
 // limitFor returns the server-side limit for a statement under ctx's
-// budget, whether ctx has a deadline at all, and the refusal to report when
-// the limit would be under a millisecond.
+// budget ([Timeout], clamped to the dialect's maximum), whether ctx has a
+// deadline at all, and the refusal to report when the limit would be under
+// a millisecond.
 func (db *DB) limitFor(ctx context.Context) (time.Duration, bool, error) {
 	avail, ok := budget.Available(ctx)
 	if !ok {
 		return 0, false, nil
 	}
-	to := (avail - min(db.cfg.reserve, avail/5)).Truncate(time.Millisecond)
+	to := Timeout(avail, db.cfg.reserve, db.dialect.longest())
 	if to < time.Millisecond {
 		return 0, true, budget.Refuse(ctx, db.cfg.stage, time.Now(), avail, time.Millisecond)
 	}
@@ -62,8 +64,8 @@ func (db *DB) limitFor(ctx context.Context) (time.Duration, bool, error) {
 }
 
 // conn takes a connection for one statement, recording the wait in the
-// ledger, and returns it with the statement's limit (zero without a
-// deadline).
+// ledger ([Acquire]), and returns it with the statement's limit (zero
+// without a deadline).
 func (db *DB) conn(ctx context.Context) (*sql.Conn, time.Duration, error) {
 	if err := db.check(); err != nil {
 		return nil, 0, err
@@ -74,22 +76,10 @@ func (db *DB) conn(ctx context.Context) (*sql.Conn, time.Duration, error) {
 		c, err := db.db.Conn(ctx)
 		return c, 0, err
 	}
-	start := time.Now()
-	left, _ := budget.Remaining(ctx)
-	c, err := db.db.Conn(ctx)
-	ev := budget.Event{Kind: budget.EventQueue, Stage: db.cfg.acquire, At: start,
-		Duration: time.Since(start), Remaining: left, Outcome: budget.OutcomeOK}
+	c, err := Acquire(ctx, db.cfg.acquire, db.db.Conn)
 	if err != nil {
-		err = db.expired(ctx, db.cfg.acquire, err)
-		ev.Outcome, ev.Err = budget.OutcomeFailed, err
-		var be *budget.Error
-		if errors.As(err, &be) {
-			ev.Outcome = be.Outcome
-		}
-		budget.Note(ctx, ev)
 		return nil, 0, err
 	}
-	budget.Note(ctx, ev)
 	to, _, err := db.limitFor(ctx)
 	if err != nil {
 		_ = c.Close()
@@ -98,41 +88,15 @@ func (db *DB) conn(ctx context.Context) (*sql.Conn, time.Duration, error) {
 	return c, to, nil
 }
 
-// expired maps err: an expiry of stage when the server stopped the
-// statement for time or ctx's deadline has passed, a cancellation when the
-// caller gave up, err itself otherwise.
+// expired maps err as [Expired] does, with the dialect's timeouts.
 func (db *DB) expired(ctx context.Context, stage string, err error) error {
-	if err == nil || isBudgetError(err) {
-		return err
-	}
-	e := &budget.Error{Stage: stage, Outcome: budget.OutcomeExpired, Err: err}
-	switch cerr := ctx.Err(); {
-	case errors.Is(cerr, context.Canceled):
-		e.Outcome = budget.OutcomeCanceled
-	case cerr == nil && !db.dialect.IsTimeout(err):
-		return err
-	}
-	if left, ok := budget.Available(ctx); ok {
-		e.Remaining = left
-	}
-	if l := budget.LedgerFrom(ctx); l != nil {
-		e.Budget = l.Budget()
-	}
-	return e
-}
-
-func isBudgetError(err error) bool {
-	var be *budget.Error
-	return errors.As(err, &be)
+	return Expired(ctx, stage, err, db.dialect.IsTimeout)
 }
 
 func isExpiry(err error) bool {
 	var be *budget.Error
 	return errors.As(err, &be) && be.Outcome == budget.OutcomeExpired
 }
-
-// setSQL sets both PostgreSQL timeouts for the rest of the transaction.
-const setSQL = "SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $1, true)"
 
 // handle is what a statement runs on: the connection, and for PostgreSQL
 // the transaction that carries the settings.
@@ -167,7 +131,8 @@ func (db *DB) open(ctx context.Context, query string) (handle, string, error) {
 			err = budget.Refuse(ctx, db.cfg.stage, time.Now(), to+rt, time.Millisecond)
 		}
 		if err == nil {
-			_, err = tx.ExecContext(ctx, setSQL, fmt.Sprint(to.Milliseconds()))
+			_, err = tx.ExecContext(ctx, PostgresSetSQL, strconv.FormatInt(to.Milliseconds(), 10),
+				strconv.FormatInt(LockTimeout(to).Milliseconds(), 10))
 		}
 		if err != nil {
 			_ = tx.Rollback()

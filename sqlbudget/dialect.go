@@ -12,18 +12,24 @@ import (
 type Dialect uint8
 
 const (
-	// PostgreSQL sets statement_timeout and lock_timeout with
-	// set_config(…, true) in a transaction around the statement. It works
-	// with any PostgreSQL driver whose placeholders are $1, $2 (pgx's stdlib,
-	// lib/pq).
+	// PostgreSQL sets statement_timeout and lock_timeout ([LockTimeout]:
+	// nine tenths of it) with set_config(…, true) in a transaction around
+	// the statement ([PostgresSetSQL]), each only lowering the session's
+	// value, and at most [MaxPostgresTimeout]. It works with any PostgreSQL
+	// driver whose placeholders are $1, $2 (pgx's stdlib, lib/pq).
 	PostgreSQL Dialect = iota + 1
 	// MySQL adds the MAX_EXECUTION_TIME(ms) optimizer hint to SELECT
-	// statements (MySQL 5.7.8 and later). Other statements are not limited
-	// on the server.
+	// statements (MySQL 5.7.8 and later), at most [MaxMySQLExecutionTime].
+	// Other statements are not limited on the server. The hint takes a
+	// constant and replaces the session's max_execution_time for the
+	// statement, so a session limit shorter than the budget is not kept
+	// for a SELECT with a deadline.
 	MySQL
 	// MariaDB prefixes every statement with
-	// SET STATEMENT max_statement_time=<seconds> FOR (MariaDB 10.1.2 and
-	// later).
+	// SET STATEMENT max_statement_time=… FOR (MariaDB 10.1.2 and later),
+	// the smaller of the budget's limit (at most [MaxMariaDBStatementTime])
+	// and the session's max_statement_time (0: none), computed by the
+	// server in the same statement.
 	MariaDB
 )
 
@@ -71,12 +77,7 @@ func (d Dialect) IsTimeout(err error) bool {
 		if !errors.As(err, &s) {
 			return false
 		}
-		switch s.SQLState() {
-		case "57014":
-			return true
-		case "55P03":
-			return strings.Contains(err.Error(), "lock timeout")
-		}
+		return IsPostgresTimeout(s.SQLState(), strings.Contains(err.Error(), "lock timeout"))
 	case MySQL, MariaDB:
 		for e := err; e != nil; e = errors.Unwrap(e) {
 			if n, ok := errorNumber(e); ok {
@@ -117,15 +118,30 @@ func errorNumber(err error) (uint64, bool) {
 	return 0, false
 }
 
+// longest returns the longest limit the dialect's server accepts.
+func (d Dialect) longest() time.Duration {
+	switch d {
+	case MariaDB:
+		return MaxMariaDBStatementTime
+	case MySQL:
+		return MaxMySQLExecutionTime
+	}
+	return MaxPostgresTimeout
+}
+
 // limit rewrites query for a server-side limit of to, or reports false when
 // the dialect cannot limit it (a MySQL statement other than SELECT).
 // PostgreSQL needs no rewrite: the limit is set in the transaction.
 func (d Dialect) limit(query string, to time.Duration) (string, bool) {
 	switch d {
 	case MariaDB:
+		// The server keeps the session's max_statement_time (the
+		// operator's, for the session or the user; 0 is no limit) when it
+		// is shorter: the limit only ever lowers it.
 		ms := to.Milliseconds()
-		return "SET STATEMENT max_statement_time=" + strconv.FormatInt(ms/1000, 10) + "." +
-			pad3(ms%1000) + " FOR " + query, true
+		sec := strconv.FormatInt(ms/1000, 10) + "." + pad3(ms%1000)
+		return "SET STATEMENT max_statement_time=IF(@@max_statement_time > 0 AND @@max_statement_time < " + sec +
+			", @@max_statement_time, " + sec + ") FOR " + query, true
 	case MySQL:
 		return mysqlHint(query, to.Milliseconds())
 	}

@@ -24,9 +24,9 @@ func TestLimitRewrite(t *testing.T) {
 		limited bool
 	}{
 		{"mariadb", sqlbudget.MariaDB, "SELECT SLEEP(5)", 1234 * time.Millisecond,
-			"SET STATEMENT max_statement_time=1.234 FOR SELECT SLEEP(5)", true},
+			"SET STATEMENT max_statement_time=IF(@@max_statement_time > 0 AND @@max_statement_time < 1.234, @@max_statement_time, 1.234) FOR SELECT SLEEP(5)", true},
 		{"mariadb short", sqlbudget.MariaDB, "UPDATE t SET a = 1", 7 * time.Millisecond,
-			"SET STATEMENT max_statement_time=0.007 FOR UPDATE t SET a = 1", true},
+			"SET STATEMENT max_statement_time=IF(@@max_statement_time > 0 AND @@max_statement_time < 0.007, @@max_statement_time, 0.007) FOR UPDATE t SET a = 1", true},
 		{"mysql select", sqlbudget.MySQL, "SELECT a FROM t", 90 * time.Millisecond,
 			"SELECT /*+ MAX_EXECUTION_TIME(90) */ a FROM t", true},
 		{"mysql lower case and spaces", sqlbudget.MySQL, "\n  select a from t", 90 * time.Millisecond,

@@ -1,0 +1,279 @@
+package pgxbudget_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/pgxbudget"
+)
+
+// viaProxy points cfg's connections at a proxy that holds the server's
+// answers back for delay.
+func viaProxy(t testing.TB, cfg *pgxpool.Config, delay time.Duration) {
+	t.Helper()
+	target := net.JoinHostPort(cfg.ConnConfig.Host, fmt.Sprint(cfg.ConnConfig.Port))
+	cfg.ConnConfig.Host, cfg.ConnConfig.Port = newDelayProxy(t, target, delay).Addr()
+	cfg.ConnConfig.Fallbacks = nil
+}
+
+// closeWithin closes p and fails the test if that takes longer than d: a
+// connection that never comes back to the pool makes Close hang.
+func closeWithin(t *testing.T, p *pgxbudget.Pool, d time.Duration) {
+	t.Helper()
+	if !boundedClose(p, d) {
+		t.Fatalf("Pool.Close still waiting after %v: a connection was never released", d)
+	}
+}
+
+// boundedClose closes p, giving up after d.
+func boundedClose(p *pgxbudget.Pool, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { p.Close(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// idleWithin waits until no connection of p is acquired, failing the test
+// after d.
+func idleWithin(t *testing.T, p *pgxbudget.Pool, d time.Duration) {
+	t.Helper()
+	for start := time.Now(); p.Pool().Stat().AcquiredConns() > 0; {
+		if time.Since(start) > d {
+			t.Fatalf("%d connections still acquired %v after the last statement returned",
+				p.Pool().Stat().AcquiredConns(), d)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestHealthCheckPingOutlivesDeadline is the regression test for a panic
+// (close of closed channel) with pgxpool's default health check: a
+// connection idle for over a second is pinged under the acquiring caller's
+// deadline; when the ping outlives it, the cancel state it left behind was
+// never taken (pgxpool puts such a connection back without AfterRelease),
+// and the next statement on the connection whose deadline passed mid-flight
+// closed the same channel again. The server's answers come 40 ms late
+// through a proxy, so the ping outlives a 20 ms budget and the server's own
+// timeout answers after the deadline.
+func TestHealthCheckPingOutlivesDeadline(t *testing.T) {
+	t.Parallel()
+	cfg := poolConfig(t, 1, appName(t))
+	viaProxy(t, cfg, 40*time.Millisecond)
+	p, err := pgxbudget.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not deferred Close: after a panic it would wait forever for the
+	// connection the panic kept.
+	t.Cleanup(func() { boundedClose(p, 5*time.Second) })
+	bg, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := p.Exec(bg, "SELECT 1"); err != nil {
+		t.Fatalf("first statement: %v", err)
+	}
+
+	// Idle for over a second: the next Acquire pings, under a 20 ms budget.
+	time.Sleep(1100 * time.Millisecond)
+	ctx, cancel1 := budget.Start(context.Background(), 20*time.Millisecond)
+	_, err = p.Exec(ctx, "SELECT 1")
+	cancel1()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("statement behind a ping that outlives its budget: err = %v, want an expiry", err)
+	}
+	// The ping finishes in the background and its cancel settles.
+	time.Sleep(500 * time.Millisecond)
+
+	// A statement stopped by the server, whose answer arrives after the
+	// deadline: the connection's canceler is called again.
+	for i := range 3 {
+		ctx, cancel2 := budget.Start(context.Background(), 300*time.Millisecond)
+		_, err = p.Exec(ctx, "SELECT pg_sleep(5)")
+		cancel2()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("statement %d: err = %v, want an expiry", i, err)
+		}
+	}
+	var one int
+	if err := p.QueryRow(bg, "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Fatalf("SELECT 1 afterwards: %d, %v", one, err)
+	}
+	idleWithin(t, p, 3*time.Second)
+	closeWithin(t, p, 5*time.Second)
+}
+
+// TestDefaultPoolBurst runs 200 SELECT pg_sleep(5) at once (fewer when the
+// server allows fewer, except under CI) with 50 ms budgets on a pool with
+// pgxpool's default settings, health checks on, once with its default
+// MaxConns and twice with as many connections as calls: before each burst
+// every connection has been idle for over a second, so each is pinged
+// under its caller's deadline. Directly, and through a proxy that delays
+// the server's answers by 40 ms, so the pings outlive the budgets.
+// No call may panic or return anything but an expiry or a refusal; then no
+// connection stays acquired, the server holds exactly the pool's sessions,
+// and Close returns.
+func TestDefaultPoolBurst(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		delay       time.Duration
+		defaultSize bool // pgxpool's default MaxConns rather than one per call
+	}{
+		{"default MaxConns", 0, true},
+		{"direct", 0, false},
+		{"delayed", 40 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mon := monitor(t)
+			n := freeSessions(t, mon, 200)
+			app := appName(t)
+			cfg := poolConfig(t, int32(n), app)
+			if tc.defaultSize {
+				def, err := pgxpool.ParseConfig(dsn(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.MaxConns = def.MaxConns
+			}
+			if tc.delay > 0 {
+				viaProxy(t, cfg, tc.delay)
+			}
+			p, err := pgxbudget.New(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { boundedClose(p, 5*time.Second) })
+			var warm sync.WaitGroup
+			for range cfg.MaxConns {
+				warm.Go(func() {
+					if _, err := p.Exec(context.Background(), "SELECT pg_sleep(0.3)"); err != nil {
+						t.Errorf("warm-up: %v", err)
+					}
+				})
+			}
+			warm.Wait()
+			if t.Failed() {
+				t.FailNow()
+			}
+			const rounds = 3
+			var expired, refused int
+			for range rounds {
+				time.Sleep(1100 * time.Millisecond) // past the health check's idle second
+				r := burst(n, func(ctx context.Context) error {
+					_, err := p.Exec(ctx, "SELECT pg_sleep(5)")
+					return err
+				}, 50*time.Millisecond)
+				for i, err := range r.errs {
+					switch {
+					case errors.Is(err, budget.ErrInsufficient):
+						refused++
+					case errors.Is(err, context.DeadlineExceeded):
+						expired++
+					default:
+						t.Fatalf("call %d: err = %v, want an expiry or a refusal", i, err)
+					}
+				}
+			}
+			t.Logf("%d x %d calls: %d expired, %d refused; %d connections opened in all",
+				rounds, n, expired, refused, p.Pool().Stat().NewConnsCount())
+			idleWithin(t, p, 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			var one int
+			if err := p.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+				t.Fatalf("SELECT 1 afterwards: %d, %v", one, err)
+			}
+			// Every session the server holds for the pool is one the pool
+			// knows (a connection lost by the pool would still be there).
+			total := p.Pool().Stat().TotalConns()
+			if got := sessions(t, mon, app, int(total), 3*time.Second); got != int(total) {
+				t.Errorf("the server holds %d sessions for the pool, which has %d connections", got, total)
+			}
+			closeWithin(t, p, 10*time.Second)
+			if got := sessions(t, mon, app, 0, 3*time.Second); got != 0 {
+				t.Errorf("%d sessions still open on the server after Close", got)
+			}
+		})
+	}
+}
+
+// freeSessions returns how many sessions the test may open: want, or what
+// the server allows less ten (superuser slots, the monitor), failing under
+// CI when that is less than want.
+func freeSessions(t *testing.T, mon *pgx.Conn, want int) int {
+	t.Helper()
+	var maxConns, used int
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := mon.QueryRow(ctx, "SELECT setting::int FROM pg_settings WHERE name = 'max_connections'").Scan(&maxConns); err != nil {
+		t.Fatal(err)
+	}
+	if err := mon.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'").Scan(&used); err != nil {
+		t.Fatal(err)
+	}
+	n := min(want, maxConns-used-10)
+	if n < want && os.Getenv("CI") == "true" {
+		t.Fatalf("only %d sessions free on the server (max_connections %d, %d in use), want %d", n, maxConns, used, want)
+	}
+	if n < 20 {
+		t.Fatalf("only %d sessions free on the server (max_connections %d, %d in use)", n, maxConns, used)
+	}
+	return n
+}
+
+// sessions counts the server's sessions named app, waiting up to d for the
+// count to become want (a closed connection's backend takes a moment to go).
+func sessions(t *testing.T, mon *pgx.Conn, app string, want int, d time.Duration) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d+5*time.Second)
+	defer cancel()
+	var n int
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if err := mon.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app).Scan(&n); err != nil {
+			t.Fatalf("pg_stat_activity: %v", err)
+		}
+		if n == want || time.Since(start) > d {
+			return n
+		}
+	}
+}
+
+// TestConfigureKeepsHooks: Configure installs a PrepareConn, which makes
+// pgxpool ignore a BeforeAcquire; both hooks a caller set are still called.
+func TestConfigureKeepsHooks(t *testing.T) {
+	t.Parallel()
+	for _, hook := range []string{"PrepareConn", "BeforeAcquire"} {
+		t.Run(hook, func(t *testing.T) {
+			t.Parallel()
+			cfg := poolConfig(t, 1, appName(t))
+			var calls atomic.Int32
+			if hook == "PrepareConn" {
+				cfg.PrepareConn = func(context.Context, *pgx.Conn) (bool, error) { calls.Add(1); return true, nil }
+			} else {
+				//lint:ignore SA1019 the deprecated hook is what this case tests
+				cfg.BeforeAcquire = func(context.Context, *pgx.Conn) bool { calls.Add(1); return true }
+			}
+			p := newPoolFrom(t, cfg)
+			ctx, cancel := budget.Start(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := p.Exec(ctx, "SELECT 1"); err != nil {
+				t.Fatal(err)
+			}
+			if calls.Load() == 0 {
+				t.Errorf("the caller's %s was not called", hook)
+			}
+		})
+	}
+}
