@@ -51,8 +51,40 @@ func TestConcurrentExpiries(t *testing.T) {
 	// so that the count below sees only connections the timeouts would cost
 	// and pgx has prepared the statements on each (a first use costs a
 	// round trip to describe them, before the timeout is set). Each warm-up
-	// holds its connection long enough for every one to be taken.
+	// holds its connection until every warm-up has one, so that none reuses
+	// another's: on a busy machine a fixed hold was sometimes too short (199
+	// of 200 connections was seen). The hold is bounded, so a pool that cannot
+	// open n connections fails below instead of hanging.
 	var warm sync.WaitGroup
+	var holding sync.WaitGroup
+	holding.Add(n)
+	allHeld := make(chan struct{})
+	go func() { holding.Wait(); close(allHeld) }()
+	for range n {
+		warm.Go(func() {
+			wctx, cancel := budget.Start(context.Background(), 30*time.Second)
+			defer cancel()
+			c, err := p.Pool().Acquire(wctx)
+			if err != nil {
+				holding.Done()
+				t.Errorf("warm-up: %v", err)
+				return
+			}
+			holding.Done()
+			select {
+			case <-allHeld:
+			case <-time.After(20 * time.Second):
+			}
+			c.Release()
+		})
+	}
+	warm.Wait()
+	if got := p.Pool().Stat().TotalConns(); got != int32(n) {
+		t.Fatalf("warm-up opened %d connections, want %d", got, n)
+	}
+	// Then the statement once on each connection, every one of them held at
+	// once again, so pgx prepares it everywhere.
+	warm = sync.WaitGroup{}
 	for range n {
 		warm.Go(func() {
 			wctx, cancel := budget.Start(context.Background(), 30*time.Second)
@@ -64,7 +96,7 @@ func TestConcurrentExpiries(t *testing.T) {
 	}
 	warm.Wait()
 	if got := p.Pool().Stat().TotalConns(); got != int32(n) {
-		t.Fatalf("warm-up opened %d connections, want %d", got, n)
+		t.Fatalf("warm-up kept %d connections, want %d", got, n)
 	}
 	newConns := p.Pool().Stat().NewConnsCount()
 
