@@ -158,6 +158,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if !ok {
 			stage = t.stage(req)
 		}
+		stage = budget.Redact(stage) // an upstream's value, shown in errors and pages
 		t.honoured(hostOf(req), time.Now())
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		_ = resp.Body.Close()
