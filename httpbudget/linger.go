@@ -322,12 +322,14 @@ func (x *exchange) run(base http.RoundTripper, out *http.Request) {
 		}
 		return
 	}
+	// Told before the connection goes back to the pool, so that the next
+	// request on it already knows the host answered.
+	if x.held.Load() {
+		x.host.leave(time.Now(), err == nil, x.probe.Load())
+	}
 	if resp != nil && resp.Body != nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
-	}
-	if x.held.Load() {
-		x.host.leave(time.Now(), err == nil, x.probe.Load())
 	}
 	x.mu.Lock()
 	if x.timer != nil {
