@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/internal/redact"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -158,7 +159,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if !ok {
 			stage = t.stage(req)
 		}
-		stage = budget.Redact(stage) // an upstream's value, shown in errors and pages
+		stage = redact.String(stage) // an upstream's value, shown in errors and pages
 		t.honoured(hostOf(req), time.Now())
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		_ = resp.Body.Close()

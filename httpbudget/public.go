@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/internal/redact"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -30,7 +31,7 @@ const (
 // public. A Transport's error quotes the whole upstream URL, query string
 // included; a database driver's quotes the failed statement. Log err in
 // full, then answer with WriteError. The stage in Budget-Expired loses any
-// URL query string or user info ([budget.Redact]); name stages with
+// URL query string or user info ([budget.RedactError]); name stages with
 // [WithClientStage] when even a host should not show. Like http.Error, it
 // does not end the handler, and the handler should write nothing more. It
 // costs what http.Error does, plus one errors.As.
@@ -42,7 +43,7 @@ func WriteError(w http.ResponseWriter, err error) {
 		text = textExpired
 		stage := "request"
 		if be, ok := errors.AsType[*budget.Error](err); ok && be != nil && be.Stage != "" {
-			stage = budget.Redact(be.Stage)
+			stage = redact.String(be.Stage)
 		}
 		w.Header().Set(wire.HeaderBudgetExpired, wire.FormatBudgetExpired(stage))
 	case http.StatusBadRequest:
