@@ -42,4 +42,3 @@ func ExampleRedactError() {
 	fmt.Println(budget.RedactError(err))
 	// Output: pricing: Get "https://api.example/price": context deadline exceeded
 }
-

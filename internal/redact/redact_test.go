@@ -62,4 +62,3 @@ func TestError(t *testing.T) {
 		})
 	}
 }
-
