@@ -201,7 +201,9 @@ type eventJSON struct {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // MarshalJSON renders the ledger as a JSON object with budget_ms, dropped and
-// an events array; every duration is in milliseconds.
+// an events array; every duration is in milliseconds. Error messages are
+// redacted with [RedactError]: the JSON travels in logs and to debug pages,
+// and must not carry the API keys of a request URL.
 func (l *Ledger) MarshalJSON() ([]byte, error) {
 	out := ledgerJSON{BudgetMs: ms(l.Budget()), Dropped: l.Dropped(), Events: []eventJSON{}}
 	for _, ev := range l.Events() {
@@ -214,7 +216,7 @@ func (l *Ledger) MarshalJSON() ([]byte, error) {
 			e.Outcome = ev.Outcome.String()
 		}
 		if ev.Err != nil {
-			e.Error = ev.Err.Error()
+			e.Error = RedactError(ev.Err) // no URL query strings or user info
 		}
 		out.Events = append(out.Events, e)
 	}

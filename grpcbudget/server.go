@@ -134,7 +134,13 @@ func (s *server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 }
 
 func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	bctx, cancel, err := s.arrive(ss.Context(), info.FullMethod)
+	method := info.FullMethod
+	if srv == nil {
+		// The server registered no such method: its UnknownServiceHandler
+		// runs, and the name came from the client, not from code.
+		method = UnknownMethodStage
+	}
+	bctx, cancel, err := s.arrive(ss.Context(), method)
 	if err != nil {
 		return err
 	}
@@ -152,7 +158,7 @@ func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	}
 	s.learn(bctx)
 	if err == nil {
-		return s.finish(bctx, info.FullMethod)
+		return s.finish(bctx, method)
 	}
 	return toStatus(bctx, err)
 }

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/edge"
+	"github.com/timebudget/budget/internal/redact"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -38,9 +38,12 @@ var ErrUpstreamExpired = errors.New("httpbudget: upstream refused: budget spent"
 //     [ErrUpstreamExpired] and [context.DeadlineExceeded], marked
 //     [budget.Permanent] so no retry loop retries it, closing its body.
 //
-// It makes no retries of its own. After one of its requests ran out of time
-// in flight, it lingers for the late answers of the next ones, keeping their
-// connections; see [WithLinger]. Requests without a deadline pass through
+// It makes no retries of its own. Toward a host that has shown it honours
+// the budget, after one of its requests ran out of time in flight, it
+// lingers for the late answers of the next ones, keeping their connections;
+// toward any other host an expiry closes the connection, as net/http does,
+// which is how a server that ignores the budget learns its caller left; see
+// [WithLinger]. Requests without a deadline pass through
 // unchanged. A Transport is safe for concurrent use.
 //
 // The zero Transport is ready to use, as http.Transport's is: it sends
@@ -56,14 +59,9 @@ var ErrUpstreamExpired = errors.New("httpbudget: upstream refused: budget spent"
 type Transport struct {
 	base http.RoundTripper
 	cfg  clientConfig
-	// lastExpiry is when, after processStart, a request last ran out of
-	// time in flight (0: never), paidAt when a lingering request last got
-	// its late answer; futile counts the lingering requests in a row that
-	// got none, probes the requests sent meanwhile; see WithLinger.
-	lastExpiry atomic.Int64
-	paidAt     atomic.Int64
-	futile     atomic.Int32
-	probes     atomic.Uint32
+	// hosts remembers, for a bounded number of hosts, whether lingering
+	// toward them pays; see WithLinger.
+	hosts hostTable
 }
 
 // NewTransport returns a Transport sending through base, or through
@@ -106,8 +104,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	deadline := call.Reading.Deadline
 	var x *exchange
-	if linger := t.lingerFor(call.Reading.Now); linger > 0 {
-		x = newExchange(ctx, t, deadline, linger)
+	if linger, host := t.lingerFor(call.Reading.Now, hostOf(req)); linger > 0 {
+		x = newExchange(ctx, host, t.cfg.linger > 0, deadline, linger)
 	}
 	var out *http.Request
 	if x != nil {
@@ -147,7 +145,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err = base.RoundTrip(out)
 	}
 	if err != nil && ctx.Err() == context.DeadlineExceeded {
-		t.expiredInFlight()
+		t.expiredInFlight(hostOf(req), time.Now())
 	}
 	if err != nil || resp == nil {
 		return resp, err
@@ -157,12 +155,22 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if !ok {
 			stage = t.stage(req)
 		}
+		stage = redact.String(stage) // an upstream's value, shown in errors and pages
+		t.honoured(hostOf(req), time.Now())
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		_ = resp.Body.Close()
 		return nil, &budget.Error{Stage: stage, Outcome: budget.OutcomeExpired, Remaining: time.Until(deadline),
 			Err: budget.Permanent(ErrUpstreamExpired)}
 	}
 	return resp, nil
+}
+
+// hostOf names the host whose lingering state a request reads and updates.
+func hostOf(req *http.Request) string {
+	if req.URL != nil {
+		return req.URL.Host
+	}
+	return req.Host
 }
 
 func (t *Transport) stage(req *http.Request) string {

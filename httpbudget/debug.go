@@ -32,7 +32,10 @@ const (
 // is a bounded ring, and everything else is computed when someone looks.
 //
 // Mount it on an internal mux only (it tells how the service spends its
-// time): mux.Handle("/debug/budget", page). It renders through html/template,
+// time): mux.Handle("/debug/budget", page). Even so, it shows no URL query
+// string or user info, where API keys travel: error messages and stages are
+// redacted in its HTML and its JSON, and [DebugPage.Redact] can hide more.
+// It renders through html/template,
 // so nothing that came from a request (a stage named after a host, an error
 // message) is written unescaped, and it sends no script.
 //
@@ -42,6 +45,14 @@ type DebugPage struct {
 	// Recent bounds the refused or expired requests kept for the page. Zero
 	// means 20. Set it before first use.
 	Recent int
+
+	// Redact, when not nil, rewrites every text the page shows that came
+	// from a request or an error (stage names and error messages), after
+	// the page's own redaction, which always removes the user info, query
+	// string and fragment of URLs (see [budget.RedactError]). Use it to hide
+	// more, such as hosts or identifiers in paths. It is called while the
+	// page renders, never on the request path. Set it before first use.
+	Redact func(string) string
 
 	arrival atomic.Int64 // the budget of the latest request seen, in ns
 

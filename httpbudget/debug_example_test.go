@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/timebudget/budget"
@@ -71,4 +73,34 @@ func ExampleDebugPage() {
 	// refusals, insufficient: 1
 	// ledger: arrival request
 	// ledger: refuse pricing
+}
+
+// The page never shows a URL's query string or user info; its Redact hook
+// hides more, here the internal host name.
+func ExampleDebugPage_redact() {
+	debug := httpbudget.NewDebugPage()
+	debug.Redact = func(s string) string { return strings.ReplaceAll(s, "pricing.internal", "<host>") }
+	ctx, cancel := budget.Config{Observer: debug.Observer()}.Start(context.Background(), time.Second)
+	defer cancel()
+	op := &budget.Op{Name: "pricing"}
+	_ = op.Do(ctx, func(context.Context) error {
+		return &url.Error{Op: "Get", URL: "http://pricing.internal/price?api_key=SECRET", Err: context.DeadlineExceeded}
+	})
+
+	rec := httptest.NewRecorder()
+	debug.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/budget?format=json", nil))
+	var page struct {
+		Recent []struct {
+			Events []struct {
+				Err string `json:"error"`
+			} `json:"events"`
+		} `json:"recent"`
+	}
+	_ = json.Unmarshal(rec.Body.Bytes(), &page)
+	for _, ev := range page.Recent[0].Events {
+		if ev.Err != "" {
+			fmt.Println(ev.Err)
+		}
+	}
+	// Output: Get "http://<host>/price": context deadline exceeded
 }

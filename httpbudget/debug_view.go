@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/internal/redact"
 )
 
 //go:embed debug.html
@@ -147,8 +148,15 @@ func (d *DebugPage) view(now time.Time) debugView {
 	}
 	slices.SortStableFunc(v.Ops, func(a, b opView) int { return cmp.Compare(a.Name, b.Name) })
 	v.Minutes, v.Refusals = refusalRows(minutes[:], minute)
+	scrub := func(s string) string {
+		s = redact.String(s)
+		if d.Redact != nil {
+			s = d.Redact(s)
+		}
+		return s
+	}
 	for _, e := range recent {
-		v.Recent = append(v.Recent, recentViewOf(e))
+		v.Recent = append(v.Recent, recentViewOf(e, scrub))
 	}
 	return v
 }
@@ -241,7 +249,9 @@ func refusalRows(buckets []minuteCounts, minute int64) ([]string, []reasonRow) {
 // bar starts at its offset and spans its duration, as a percentage of the
 // request's budget (or of the last event's end, for a request refused before
 // it had a budget).
-func recentViewOf(e recentEntry) recentView {
+//
+// Every stage and error message goes through scrub.
+func recentViewOf(e recentEntry, scrub func(string) string) recentView {
 	events := e.ledger.Events()
 	total := e.ledger.Budget()
 	if e.ledger == nil {
@@ -254,16 +264,16 @@ func recentViewOf(e recentEntry) recentView {
 	if scale <= 0 {
 		scale = time.Millisecond
 	}
-	v := recentView{At: e.at, Stage: e.event.Stage, Reason: e.reason, BudgetMS: msOf(total), Dropped: e.ledger.Dropped()}
+	v := recentView{At: e.at, Stage: scrub(e.event.Stage), Reason: e.reason, BudgetMS: msOf(total), Dropped: e.ledger.Dropped()}
 	for _, ev := range events {
-		row := eventView{Kind: ev.Kind.String(), Stage: ev.Stage, OffsetMS: msOf(ev.Offset),
+		row := eventView{Kind: ev.Kind.String(), Stage: scrub(ev.Stage), OffsetMS: msOf(ev.Offset),
 			DurationMS: msOf(ev.Duration), RemainingMS: msOf(ev.Remaining),
 			Bad: ev.Kind == budget.EventRefuse || ev.Outcome == budget.OutcomeExpired}
 		if ev.Outcome != budget.OutcomeNone {
 			row.Outcome = ev.Outcome.String()
 		}
 		if ev.Err != nil {
-			row.Err = ev.Err.Error()
+			row.Err = scrub(redact.Error(ev.Err))
 		}
 		row.Left = percent(ev.Offset, scale)
 		row.Width = max(percent(ev.Duration, scale), 0.4)

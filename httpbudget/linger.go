@@ -32,18 +32,36 @@ const lingerWindow = 10 * time.Second
 // under load; lingering reads that answer, discards it and returns the
 // connection to the pool.
 //
+// But closing the connection is also the only way a server that ignores the
+// budget headers (any third-party HTTP API) learns that its caller left, and
+// a server that stops only then would work on for nobody while the request
+// lingers. So the default (zero) lingers only toward a host that has shown
+// it honours the budget: one that answered with a Budget-Expired header, or
+// whose late answer came within the linger. Toward any other host an expiry
+// closes the connection at once, as net/http does, except for one request
+// in 10 s (doubling, up to 160 s, while such probes get no answer), which
+// lingers to find out whether the host answers late; the first request sent
+// to a host may be such a probe. Toward a trusted host, a Transport lingers
+// for [DefaultLinger] during the 10 s after a request to it ran out of time
+// in flight, and not otherwise, so the first expiry of a burst closes its
+// connection and the rest keep theirs. When 8 lingering requests in a row got
+// no answer within the linger and none had one in the last 10 s, the host is
+// no longer trusted.
+//
+// A positive d lingers for d toward every host, on every request with a
+// deadline, with the same back-off: after 8 lingering requests in a row got
+// no answer and none did in the last 10 s, only one request in 16 lingers
+// until a late answer comes again. Either way, at most 64 requests linger
+// toward one host at once (4,096 once it is trusted), so a server
+// that never answers cannot hold rate × linger connections; a request past
+// the cap closes its connection at its deadline. A negative d never lingers
+// (net/http's behaviour). A Transport remembers up to 128 hosts; one it
+// forgot is treated as one it never saw.
+//
 // Lingering sends the request from a goroutine of its own, which costs about
-// 2 µs and 8 allocations on a loopback exchange of about 36 µs (BENCHMARKS.md), and
-// holds a connection for at most d after an expiry. The default (zero) pays
-// that only when it pays off. A Transport lingers, for [DefaultLinger],
-// during the 10 s after one of its requests ran out of time in flight, and
-// not otherwise, so the first expiry of a burst closes its connection and the
-// rest keep theirs. When 8 lingering requests in a row got no answer within
-// the linger and none had one in the last 10 s (a server that does not speak
-// the budget and never answers), it stops, lingering for one request in 16
-// only, until a late answer comes again: such a server would otherwise hold up to rate × linger connections
-// more than net/http would. A positive d lingers for d on every request with
-// a deadline; a negative d never lingers (net/http's behaviour).
+// 2 µs and 8 allocations on a loopback exchange of about 36 µs (BENCHMARKS.md).
+// Choosing whether to linger looks the host up in a fixed table, without a
+// lock or an allocation.
 //
 // A request whose context is canceled, rather than past its deadline, is
 // always aborted at once: its caller is gone for good and the server should
@@ -53,60 +71,77 @@ func WithLinger(d time.Duration) ClientOption {
 	return clientOption(func(c *clientConfig) { c.linger = d })
 }
 
-// processStart anchors the monotonic readings of lastExpiry.
+// processStart anchors the monotonic readings of the hosts' states.
 var processStart = time.Now()
 
 // futileLimit is how many lingering requests in a row may end with no
-// answer, when none got one within lingerWindow, before the default
-// lingering stops, keeping one request in probeEvery to see whether answers
-// come again.
+// answer, when none got one within lingerWindow, before lingering toward a
+// host backs off: the default lingering withdraws the host's trust, a set
+// linger keeps one request in probeEvery.
 const (
 	futileLimit = 8
 	probeEvery  = 16
 )
 
-// lingerFor returns how long a request sent at now lingers, zero for not.
-func (t *Transport) lingerFor(now time.Time) time.Duration {
-	switch l := t.cfg.linger; {
-	case l < 0:
-		return 0
-	case l > 0:
-		return l
+// lingerFor returns how long a request to host sent at now may linger,
+// zero for not, and the host's state when it may. Whether it does linger is
+// decided when its caller's deadline passes; see exchange.stay.
+func (t *Transport) lingerFor(now time.Time, host string) (time.Duration, *hostState) {
+	l := t.cfg.linger
+	if l < 0 {
+		return 0, nil
 	}
-	last := t.lastExpiry.Load()
-	if last == 0 || now.Sub(processStart)-time.Duration(last) >= lingerWindow {
-		return 0
-	}
-	if t.futile.Load() >= futileLimit && !t.paidWithin(now, lingerWindow) && t.probes.Add(1)%probeEvery != 0 {
-		return 0
-	}
-	return DefaultLinger
-}
-
-// expiredInFlight records that a request ran out of time in flight, which
-// turns the default lingering on for lingerWindow.
-func (t *Transport) expiredInFlight() {
-	t.lastExpiry.Store(int64(time.Since(processStart)) | 1) // never 0
-}
-
-// lingered records how a request that lingered ended: its late answer came
-// (paid) or the linger ran out first.
-func (t *Transport) lingered(paid bool) {
-	if paid {
-		t.paidAt.Store(int64(time.Since(processStart)) | 1)
-		if t.futile.Load() != 0 {
-			t.futile.Store(0)
+	st := t.hosts.get(host)
+	if l > 0 {
+		if st == nil {
+			st = t.hosts.add(host, now)
 		}
+		if st.backingOff(now) && st.probes.Add(1)%probeEvery != 0 {
+			return 0, nil
+		}
+		return l, st
+	}
+	if st == nil {
+		// The first request to a host may find out whether it answers late.
+		return DefaultLinger, t.hosts.add(host, now)
+	}
+	if !within(st.expired.Load(), now, lingerWindow) {
+		return 0, nil
+	}
+	if st.isTrusted(now) || st.probeDue(now) {
+		return DefaultLinger, st
+	}
+	return 0, nil
+}
+
+// expiredInFlight records that a request to host ran out of time in flight,
+// which turns the default lingering toward a trusted host on for
+// lingerWindow.
+func (t *Transport) expiredInFlight(host string, now time.Time) {
+	if t.cfg.linger < 0 {
 		return
 	}
-	t.futile.Add(1)
+	st := t.hosts.get(host)
+	if st == nil {
+		st = t.hosts.add(host, now)
+	}
+	st.expired.Store(mono(now))
+	st.heard.Store(mono(now))
 }
 
-// paidWithin reports whether a lingering request got its late answer within
-// d before now.
-func (t *Transport) paidWithin(now time.Time, d time.Duration) bool {
-	at := t.paidAt.Load()
-	return at != 0 && now.Sub(processStart)-time.Duration(at) < d
+// honoured records that host answered with a Budget-Expired header: it
+// speaks the budget, so its late answers are worth waiting for.
+func (t *Transport) honoured(host string, now time.Time) {
+	if t.cfg.linger < 0 {
+		return
+	}
+	st := t.hosts.get(host)
+	if st == nil {
+		st = t.hosts.add(host, now)
+	} else if st.isTrusted(now) && within(st.trusted.Load(), now, time.Second) {
+		return // fresh: spare the store under a burst of refusals
+	}
+	st.trust(now)
 }
 
 // States of an exchange: who owns the answer.
@@ -127,7 +162,10 @@ type exchange struct {
 	done     chan struct{}
 	got      chan struct{} // the round trip returned and the answer is the caller's
 
-	t     *Transport // told how a lingering request ended
+	host  *hostState  // told how a lingering request ended
+	set   bool        // the linger was set with WithLinger: no trust needed
+	held  atomic.Bool // the request lingers past its caller's deadline
+	probe atomic.Bool // ... as its host's probe
 	mu    sync.Mutex
 	err   error
 	funcs []func()    // AfterFunc callbacks, run on abort; nil once stopped
@@ -191,11 +229,30 @@ func (x *exchange) abort(err error) {
 
 // newExchange returns the exchange of a request sent under ctx, whose
 // deadline is deadline, lingering for linger after it.
-func newExchange(ctx context.Context, t *Transport, deadline time.Time, linger time.Duration) *exchange {
-	x := &exchange{t: t, Context: ctx, deadline: deadline.Add(linger),
+func newExchange(ctx context.Context, host *hostState, set bool, deadline time.Time, linger time.Duration) *exchange {
+	x := &exchange{host: host, set: set, Context: ctx, deadline: deadline.Add(linger),
 		done: make(chan struct{}), got: make(chan struct{}, 1)}
 	x.funcs = x.slot[:0]
 	return x
+}
+
+// stay decides, when the caller's deadline has passed, whether the request
+// lingers: toward a host that honours the budget, or with a linger set by
+// WithLinger, or as the host's probe; within the host's cap.
+func (x *exchange) stay(now time.Time) bool {
+	h := x.host
+	probe := false
+	if !x.set && !h.isTrusted(now) {
+		if !h.takeProbe(now) {
+			return false
+		}
+		probe = true
+	}
+	if !h.enter(now) {
+		return false
+	}
+	x.probe.Store(probe)
+	return true
 }
 
 // roundTrip sends out (a request on x's context) through base and returns
@@ -209,14 +266,25 @@ func (x *exchange) roundTrip(ctx context.Context, base http.RoundTripper, out *h
 	case <-ctx.Done():
 		if ctx.Err() != context.DeadlineExceeded {
 			x.abort(ctx.Err()) // canceled: the caller is gone, abort
+		} else {
+			x.held.Store(x.stay(time.Now()))
 		}
 		if x.state.CompareAndSwap(waiting, abandoned) {
+			if !x.held.Load() {
+				// Closing the connection is how the server learns
+				// that its caller left.
+				x.abort(ctx.Err())
+				return nil, ctx.Err()
+			}
 			x.mu.Lock()
 			if x.err == nil {
 				x.timer = time.AfterFunc(time.Until(x.deadline), func() { x.abort(context.DeadlineExceeded) })
 			}
 			x.mu.Unlock()
 			return nil, ctx.Err()
+		}
+		if x.held.Load() {
+			x.host.lingering.Add(-1) // it did not linger after all
 		}
 		<-x.got // answered at the same moment: take it
 	}
@@ -254,11 +322,15 @@ func (x *exchange) run(base http.RoundTripper, out *http.Request) {
 		}
 		return
 	}
+	// Told before the connection goes back to the pool, so that the next
+	// request on it already knows the host answered.
+	if x.held.Load() {
+		x.host.leave(time.Now(), err == nil, x.probe.Load())
+	}
 	if resp != nil && resp.Body != nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
 	}
-	x.t.lingered(err == nil)
 	x.mu.Lock()
 	if x.timer != nil {
 		x.timer.Stop()

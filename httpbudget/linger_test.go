@@ -141,9 +141,10 @@ func TestTransportKeepsTheConnectionOfALateAnswer(t *testing.T) {
 }
 
 // TestTransportLingersAfterAnExpiry: by default (NewTransport, the zero
-// Transport's configuration, WithLinger(0)) a Transport lingers once one of
-// its requests has run out of time in flight: the first expiry closes its
-// connection, the next keep theirs. It lingers for DefaultLinger or the
+// Transport's configuration, WithLinger(0)) a Transport lingers toward a
+// host that has shown it answers late: the first expiry toward a host
+// lingers as its probe, and once its late answer came, the next expiries
+// linger too and keep their connections. It lingers for DefaultLinger or the
 // request's time left, whichever is less.
 func TestTransportLingersAfterAnExpiry(t *testing.T) {
 	t.Parallel()
@@ -155,24 +156,62 @@ func TestTransportLingersAfterAnExpiry(t *testing.T) {
 			t.Parallel()
 			s := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				time.Sleep(130 * time.Millisecond) // 30 ms past the 100 ms deadline: within the linger
-				w.WriteHeader(http.StatusGatewayTimeout)
+				// With a body, the connection goes back to the pool once the
+				// lingering request has read it, after it noted the answer.
+				http.Error(w, "late", http.StatusGatewayTimeout)
 			}))
 			c := s.client(t, opts...)
-			for i := range 3 {
+			for range 3 {
 				ctx, cancel := budget.Start(context.Background(), 100*time.Millisecond)
 				ctx, idle := pooled(ctx)
 				getFails(t, c, ctx, s.URL, context.DeadlineExceeded)
 				cancel()
-				if i == 0 {
-					wait(t, s.close, "the first expiry's connection closed")
-				} else {
-					wait(t, idle, "connection back in the client's pool after the late answer")
-				}
+				wait(t, idle, "connection back in the client's pool after the late answer")
 			}
-			if got := s.opened.Load(); got != 2 {
-				t.Errorf("the server accepted %d connections for 3 late answers, want 2", got)
+			if got := s.opened.Load(); got != 1 {
+				t.Errorf("the server accepted %d connections for 3 late answers, want 1", got)
 			}
 		})
+	}
+}
+
+// TestTransportTrustsABudgetExpiredAnswer: a host that answered with a
+// Budget-Expired header honours the budget, so after a request to it ran out
+// of time in flight, the next expiries linger and keep their connections;
+// before that, expiries beyond its probe close theirs, as net/http does.
+func TestTransportTrustsABudgetExpiredAnswer(t *testing.T) {
+	t.Parallel()
+	var refuse atomic.Bool
+	s := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refuse.Load() {
+			w.Header().Set("Budget-Expired", "request")
+			w.WriteHeader(http.StatusGatewayTimeout)
+			return
+		}
+		time.Sleep(130 * time.Millisecond) // 30 ms past the 100 ms deadline: within the linger
+		w.WriteHeader(http.StatusGatewayTimeout)
+	}))
+	c := s.client(t)
+	// A request that got its answer makes the host known: its first
+	// expiry is not a probe, so it closes its connection.
+	ctx, cancel := budget.Start(context.Background(), time.Second)
+	refuse.Store(true)
+	getFails(t, c, ctx, s.URL, httpbudget.ErrUpstreamExpired)
+	cancel()
+	refuse.Store(false)
+	for i := range 3 {
+		ctx, cancel := budget.Start(context.Background(), 100*time.Millisecond)
+		ctx, idle := pooled(ctx)
+		getFails(t, c, ctx, s.URL, context.DeadlineExceeded)
+		cancel()
+		if i == 0 {
+			wait(t, s.close, "the first expiry's connection closed")
+		} else {
+			wait(t, idle, "connection back in the client's pool after the late answer")
+		}
+	}
+	if got := s.opened.Load(); got != 2 {
+		t.Errorf("the server accepted %d connections for 3 late answers, want 2", got)
 	}
 }
 

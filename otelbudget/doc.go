@@ -26,8 +26,10 @@
 // request's host in it (httpbudget's Transport names local refusals after
 // the host unless given a stage), so the observer reports only the first
 // [DefaultStageLimit] distinct stage names it sees (see [WithStageLimit])
-// and every later one as "other". The number of series is therefore bounded
-// by the stage limit times a small constant, whatever the traffic.
+// and every later one as "other", holding a quarter of them for the names
+// of Ops and queues, which a name derived from a request never displaces.
+// The number of series is therefore bounded by the stage limit times a
+// small constant, whatever the traffic.
 //
 // # Traces
 //

@@ -23,7 +23,7 @@ func Example() {
 	prices := &budget.Op{Name: "prices", Observer: observer}
 	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := prices.Do(r.Context(), func(ctx context.Context) error { return nil }); err != nil {
-			http.Error(w, "prices unavailable", httpbudget.StatusOf(err))
+			httpbudget.WriteError(w, err)
 			return
 		}
 		fmt.Fprintln(w, "hello")

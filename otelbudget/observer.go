@@ -148,9 +148,21 @@ func (o *Observer) Observe(ctx context.Context, ev budget.Event) {
 	}
 }
 
+// workEvent reports whether events of kind k come from work the code runs
+// (an Op, a queue, detached work), whose stage is always a name from code,
+// rather than from a boundary, whose stage an adapter may derive from the
+// request.
+func workEvent(k budget.EventKind) bool {
+	switch k {
+	case budget.EventAttempt, budget.EventFallback, budget.EventHedge, budget.EventQueue, budget.EventDetach:
+		return true
+	}
+	return false
+}
+
 // measure records ev's metrics.
 func (o *Observer) measure(ctx context.Context, ev budget.Event) {
-	st := o.stages.get(ev.Stage)
+	st := o.stages.get(ev.Stage, workEvent(ev.Kind))
 	switch ev.Kind {
 	case budget.EventArrival:
 		o.remaining.Record(ctx, ev.Remaining.Seconds(), st.at(atArrival).rec...)

@@ -45,8 +45,13 @@ func WithMeterProvider(p metric.MeterProvider) Option {
 // first seen after that as "other" (see [OtherStage]). Stage names come from
 // code (an Op's name, a handler's stage), but httpbudget's Transport names its
 // local refusals after the request's host by default, so an unbounded set of
-// hosts could otherwise become an unbounded set of series. The default is
-// [DefaultStageLimit]; n of zero or less keeps the default.
+// hosts could otherwise become an unbounded set of series. A quarter of n is
+// held for the names of work the code runs (an Op's attempts, fallbacks and
+// hedges, queues, detached work): stage names first seen on a boundary's
+// events (arrivals, refusals, ignored headers), which an adapter may derive
+// from a request, never take it, so they cannot push an Op's name into
+// "other". The default is [DefaultStageLimit]; n of zero or less keeps the
+// default.
 func WithStageLimit(n int) Option {
 	return option(func(c *config) {
 		if n > 0 {

@@ -116,31 +116,43 @@ func (s *stageSet) refusal(i int) *measureOpts {
 // names and sending every later one to other. Lookups of known names take no
 // lock and allocate nothing; a name past the limit costs one map miss and
 // one atomic load.
+//
+// A quarter of the limit is held for the names of work the code runs
+// (attempts, fallbacks, hedges, queues, detached work: Op and queue names,
+// always chosen in code). Names first seen on the events of a boundary
+// (arrivals, refusals, ignored headers), where an adapter may name the stage
+// after what a caller sent (a host, an unregistered method), cannot take
+// that room, so however many of them come, an Op's name is still reported
+// as itself.
 type stages struct {
-	limit int
-	known sync.Map // string -> *stageSet
-	full  atomic.Bool
-	other stageSet
+	limit    int
+	reserve  int         // of limit, for names first seen on work events
+	known    sync.Map    // string -> *stageSet
+	full     atomic.Bool // every slot taken
+	edgeFull atomic.Bool // every slot but the reserve taken
+	other    stageSet
 
 	mu sync.Mutex // serializes admitting a new name
 	n  int
 }
 
 func newStages(limit int) *stages {
-	return &stages{limit: limit, other: stageSet{name: OtherStage}}
+	return &stages{limit: limit, reserve: limit / 4, other: stageSet{name: OtherStage}}
 }
 
-func (s *stages) get(name string) *stageSet {
+// get returns the attribute sets of name, first seen on a work event when
+// work is set.
+func (s *stages) get(name string, work bool) *stageSet {
 	if v, ok := s.known.Load(name); ok {
 		return v.(*stageSet)
 	}
-	if s.full.Load() {
+	if s.full.Load() || !work && s.edgeFull.Load() {
 		return &s.other
 	}
-	return s.admit(name)
+	return s.admit(name, work)
 }
 
-func (s *stages) admit(name string) *stageSet {
+func (s *stages) admit(name string, work bool) *stageSet {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if v, ok := s.known.Load(name); ok {
@@ -148,6 +160,10 @@ func (s *stages) admit(name string) *stageSet {
 	}
 	if s.n >= s.limit {
 		s.full.Store(true)
+		return &s.other
+	}
+	if !work && s.n >= s.limit-s.reserve {
+		s.edgeFull.Store(true)
 		return &s.other
 	}
 	set := &stageSet{name: name}

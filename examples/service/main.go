@@ -79,7 +79,7 @@ func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		name, res, err = ladder.Do(ctx)
 	}
 	if err != nil { // 504 when the budget is spent, wherever that was found out
-		http.Error(w, err.Error(), httpbudget.StatusOf(err))
+		httpbudget.WriteError(w, err) // a generic text: err quotes internal URLs
 		return
 	}
 	fmt.Fprintf(w, "%s at %s (name from %s)\n", name, price, ladder.Rungs[res.Answered].Op.Name)
@@ -133,8 +133,7 @@ func pricingHandler(w http.ResponseWriter, r *http.Request) {
 	case <-time.After(wait):
 		fmt.Fprint(w, "12.50 EUR")
 	case <-r.Context().Done(): // the caller's budget is spent: say so, so it does not retry
-		w.Header().Set("Budget-Expired", "pricing")
-		http.Error(w, r.Context().Err().Error(), httpbudget.StatusOf(r.Context().Err()))
+		httpbudget.WriteError(w, &budget.Error{Stage: "pricing", Outcome: budget.OutcomeExpired})
 	}
 }
 

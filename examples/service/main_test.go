@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // PostgreSQL server BUDGET_TEST_POSTGRES names: the database answers the
 // first request, the cache rung the second (PostgreSQL stops the slow query
 // at the time the budget left it), and a slow pricing service makes the third
-// an honest 504 within the budget.
+// an honest 504 within the budget, whose body shows nothing internal.
 func TestServiceAgainstPostgreSQL(t *testing.T) {
 	t.Parallel()
 	dsn := os.Getenv("BUDGET_TEST_POSTGRES")
@@ -45,7 +45,7 @@ func TestServiceAgainstPostgreSQL(t *testing.T) {
 	want := []string{
 		"GET /product?id=1 → 200 widget at 12.50 EUR (name from product.db)",
 		"GET /product?id=1&db=slow → 200 widget at 12.50 EUR (name from product.cache)",
-		"GET /product?id=1&pricing=slow → 504 budget: pricing did not complete in the time available",
+		"GET /product?id=1&pricing=slow → 504 the request ran out of time",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("the service printed %d lines, want %d:\n%s", len(got), len(want), out)
@@ -53,6 +53,13 @@ func TestServiceAgainstPostgreSQL(t *testing.T) {
 	for i := range want {
 		if !strings.HasPrefix(got[i], want[i]) {
 			t.Errorf("line %d:\n got %s\nwant %s…", i+1, got[i], want[i])
+		}
+	}
+	// A 504 is a public answer: it names no internal URL (the pricing
+	// service's, with its query string, was in the error's message).
+	for _, line := range got {
+		if _, answer, _ := strings.Cut(line, "→"); strings.Contains(answer, "http://") || strings.Contains(answer, "delay=") {
+			t.Errorf("an answer shows an internal URL: %s", line)
 		}
 	}
 }

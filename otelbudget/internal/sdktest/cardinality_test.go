@@ -140,3 +140,51 @@ func isLabel(s string) bool {
 	}
 	return false
 }
+
+// TestStagesFromCodeKeepTheirRoom: boundary stages derived from what callers
+// send (a gRPC server's unregistered methods named after the client's
+// request, hosts of local refusals) fill the stage limit, and an Op's name
+// seen after them is still reported as itself, not as "other"; the number
+// of stage values stays bounded.
+func TestStagesFromCodeKeepTheirRoom(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		event budget.EventKind
+	}{
+		{"arrivals", budget.EventArrival},
+		{"refusals", budget.EventRefuse},
+		{"malformed headers", budget.EventMalformed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t)
+			ctx := context.Background()
+			for i := range 3 * otelbudget.DefaultStageLimit {
+				r.obs.Observe(ctx, budget.Event{Kind: tc.event, Stage: "/evil.Service/M" + strconv.Itoa(i),
+					Remaining: time.Second, Outcome: budget.OutcomeShed})
+			}
+			bctx, cancel := budget.Config{Observer: r.obs}.Start(ctx, time.Second)
+			defer cancel()
+			op := &budget.Op{Name: "payments.db"}
+			if err := op.Do(bctx, func(context.Context) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			got := r.collect(t)
+			if _, ok := got["budget.remaining"].find(stage("payments.db"), event("attempt")); !ok {
+				t.Errorf("the attempt of the Op payments.db was not reported under its name")
+			}
+			stages := map[string]bool{}
+			for _, m := range got {
+				for _, p := range m.points {
+					if v, ok := p.attrs.Value("stage"); ok {
+						stages[v.AsString()] = true
+					}
+				}
+			}
+			if len(stages) > otelbudget.DefaultStageLimit+1 {
+				t.Errorf("%d distinct stage values, want at most %d", len(stages), otelbudget.DefaultStageLimit+1)
+			}
+		})
+	}
+}
