@@ -53,6 +53,7 @@ func hostileCases(t testing.TB, dir string) []hostileCase {
 		{name: "fanout-sim", cmd: "sim", data: topologytest.Fanout(1_000), want: "the run could make 400400400000 calls (4 patterns × 100000 requests × up to 1001001 calls per request, every retry and fallback counted), more than the 5000000000 allowed"},
 		{name: "fanout-sim-max-calls", cmd: "sim", args: []string{"--requests", "10", "--max-calls", "1000"}, data: topologytest.Fanout(1_000), want: "more than the 1000 allowed"},
 		// worst case at a -7610744073709ms.
+		{name: "overflow", cmd: "audit", data: topologytest.Overflow(), want: "overflow.yaml:5:18: service edge: its calls one after another can take more than 50 years in the worst case"},
 		{name: "long-sequence", cmd: "audit", data: topologytest.LongSequence(), want: "long-sequence.yaml:5:18: service edge: its calls one after another can take more than 50 years in the worst case"},
 		{name: "deep-tail", cmd: "audit", data: topologytest.DeepTail(40), want: "deep-tail.yaml:26:70: service l22: its p99 with its callees' adds up to more than 50 years"},
 		{name: "bidi", cmd: "audit", data: topologytest.Named("db\u202egnp.exe"), want: `name "db\u202egnp.exe": may not contain bidirectional formatting characters`},

@@ -90,7 +90,7 @@ func (p *parser) checkSums(t *Topology) error {
 		for _, c := range s.Calls {
 			var ok bool
 			if total, ok = addSum(total, WorstCall(c, given)); !ok {
-				return p.errAt(c.Pos, "service %s: its calls one after another can take more than %s in the worst case (every attempt to its timeout, every backoff and fallback)", name, sumText)
+				return p.errAt(c.Pos, sequenceTooLong, name, sumText)
 			}
 		}
 	}
@@ -105,6 +105,8 @@ func (p *parser) checkSums(t *Topology) error {
 
 // sumText is MaxSum in words.
 const sumText = "50 years"
+
+const sequenceTooLong = "service %s: its calls one after another can take more than %s in the worst case (every attempt to its timeout, every backoff and fallback)"
 
 // WorstCall is the longest c can hold its caller when the caller is given
 // the time given: every attempt running to its timeout (given, for a call

@@ -24,6 +24,12 @@ var hostile = []struct {
 	{"alias-bomb", func() []byte { return topologytest.AliasBomb(1_000) }, "x.yaml:104:8: with its aliases expanded the file holds more than 5000000 YAML nodes"},
 	{"self-alias", func() []byte { return []byte("entry: a\nbudget: 1s\nservices:\n  a: &a {calls: [*a]}\n") }, "x.yaml:4:18: alias *a names a node that contains it"},
 	{"long-sequence", topologytest.LongSequence, "x.yaml:5:18: service edge: its calls one after another can take more than 50 years in the worst case"},
+	{"overflow", topologytest.Overflow, "x.yaml:5:18: service edge: its calls one after another can take more than 50 years in the worst case"},
+	// Calls without a timeout run for the time their caller is given, known
+	// only once the file is read.
+	{"untimed-sequence", func() []byte {
+		return []byte("entry: edge\nbudget: 1h\nservices:\n  db: {}\n  edge: {calls: [&k {to: db, retries: 100}" + strings.Repeat(", *k", 9_999) + "]}\n")
+	}, "x.yaml:5:18: service edge: its calls one after another can take more than 50 years in the worst case"},
 	{"deep-tail", func() []byte { return topologytest.DeepTail(40) }, "x.yaml:26:70: service l22: its p99 with its callees' adds up to more than 50 years"},
 	{"second-document", func() []byte { return []byte("entry: a\nbudget: 1s\nservices: {a: {}}\n---\nentry: b\n") }, "x.yaml:4:1: a second YAML document; a topology file holds one"},
 	{"second-empty-document", func() []byte { return []byte("entry: a\nbudget: 1s\nservices: {a: {}}\n---\n") }, "x.yaml:4:1: a second YAML document"},

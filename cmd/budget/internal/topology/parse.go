@@ -286,6 +286,7 @@ func (p *parser) service(s *Service, n *yaml.Node) error {
 		case "cancellable":
 			s.Cancellable, err = p.boolean(v, what+": cancellable")
 		case "calls":
+			var known time.Duration
 			v = resolve(v)
 			if v.Kind != yaml.SequenceNode {
 				return p.errf(v, "%s: calls must be a list", what)
@@ -302,6 +303,15 @@ func (p *parser) service(s *Service, n *yaml.Node) error {
 					return err
 				}
 				s.Calls = append(s.Calls, call)
+				// What is known of the calls' worst case before the time
+				// the service is given is (calls without a timeout count
+				// zero) already refuses a file made to overflow, before
+				// the rest of its calls take memory; checkSums completes
+				// the check.
+				var ok bool
+				if known, ok = addSum(known, WorstCall(call, 0)); !ok {
+					return p.errAt(call.Pos, sequenceTooLong, s.Name, sumText)
+				}
 			}
 		}
 		return err

@@ -58,11 +58,28 @@ func Fanout(fanout int) []byte {
 
 // LongSequence returns a file of about 40 KB with one service making
 // 10,000 calls of an hour, each retried 100 times after an hour's backoff:
-// 201 hours each, 229 years one after another, more than MaxSum and, with
-// fallbacks, more than int64 nanoseconds hold.
+// 201 hours each, 229 years one after another, more than MaxSum.
 func LongSequence() []byte {
 	var b strings.Builder
 	b.WriteString("entry: edge\nbudget: 1h\nservices:\n  db: {}\n  edge: {calls: [&k {to: db, timeout: 1h, retries: 100, backoff: 1h}")
+	for range 9_999 {
+		b.WriteString(", *k")
+	}
+	b.WriteString("]}\n")
+	return []byte(b.String())
+}
+
+// Overflow returns a file of about 40 KB whose entry's calls, one after
+// another, take 10,000 × 261 hours in the worst case, more than int64
+// nanoseconds hold (about 2.56 million hours): LongSequence's calls with 60
+// fallbacks of an hour each.
+func Overflow() []byte {
+	var b strings.Builder
+	b.WriteString("entry: edge\nbudget: 1h\nservices:\n  db: {}\n  edge: {calls: [&k {to: db, timeout: 1h, retries: 100, backoff: 1h, fallback: [&f {to: db, timeout: 1h}")
+	for range 59 {
+		b.WriteString(", *f")
+	}
+	b.WriteString("]}")
 	for range 9_999 {
 		b.WriteString(", *k")
 	}
