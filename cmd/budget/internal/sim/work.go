@@ -63,6 +63,8 @@ type WorkError struct {
 	Max int64
 }
 
+// Error says how many calls the run could make, how that was estimated
+// and the bound it passed.
 func (e *WorkError) Error() string {
 	calls := fmt.Sprint(e.Calls)
 	if e.Calls == math.MaxInt64 {
