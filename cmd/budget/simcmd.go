@@ -49,9 +49,17 @@ Flags:
 	--fault SVC=KIND   inject a fault, repeatable; KIND is hang, slow:DURATION
 	                   or fail:P (each call fails at once with probability P)
 	--out DIR          where to write the reports (default out)
+	--max-calls N      the most calls the run may make (default 5000000000):
+	                   before it starts, sim estimates 4 patterns × requests ×
+	                   the calls one request can make, every retry and
+	                   fallback counted as if each attempt failed, and refuses
+	                   a run estimated past N
+
+FILE is read within the bounds budget audit --help lists.
 
 Exit status: 0 on success, 1 when the reports cannot be written, 2 for bad
-flags or a malformed FILE (reported as FILE:LINE:COL: message).
+flags, a malformed FILE (reported as FILE:LINE:COL: message) or a run
+estimated past --max-calls.
 `
 
 type simFlags struct {
@@ -79,6 +87,14 @@ func parseSimFlags(args []string) (*simFlags, error) {
 	positive("requests", &f.cfg.Requests)
 	positive("concurrency", &f.cfg.Concurrency)
 	positive("workers", &f.cfg.Workers)
+	fs.Func("max-calls", "", func(s string) error {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 1 {
+			return fmt.Errorf("%q is not a whole number of at least 1", s)
+		}
+		f.cfg.MaxCalls = n
+		return nil
+	})
 	fs.Func("rate", "", func(s string) error {
 		r, err := strconv.ParseFloat(s, 64)
 		if err != nil || !(r > 0 && r <= 1e9) {
@@ -155,6 +171,10 @@ func simMain(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := f.cfg.Validate(top); err != nil {
 		fmt.Fprintf(stderr, "budget sim: %s: %v\n", f.file, err)
+		var we *sim.WorkError
+		if errors.As(err, &we) {
+			fmt.Fprintf(stderr, "budget sim: fewer --requests, or --max-calls %d to run it anyway\n", we.Calls)
+		}
 		return 2
 	}
 	start := time.Now()

@@ -18,6 +18,8 @@ package audit
 import (
 	"fmt"
 	"math"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/timebudget/budget/cmd/budget/internal/topology"
@@ -140,41 +142,83 @@ type auditor struct {
 
 // givenTimes returns, for each service reachable from the entry, the time it
 // is given: the smallest timeout of the calls that reach it (a call without
-// one passes on its caller's time), the budget for the entry.
+// one passes on its caller's time), the budget for the entry. That is, over
+// every path from the entry, the timeout of the path's last call that has
+// one (the budget when none has), the smallest. A call back into the entry
+// is a cycle, reported as such; the entry keeps the user's budget.
+//
+// It takes O(E log V) for V services and E calls: reachability first, then
+// each service's smallest timeout on a call into it, then those times
+// handed on along calls without a timeout, smallest first, so that each
+// service is settled by the first time that reaches it. Relaxing every call
+// until nothing changed, as this once did, took a pass per service on a
+// chain declared from its end: 42 s for 20,000 services.
 func givenTimes(t *topology.Topology) map[string]time.Duration {
-	given := map[string]time.Duration{t.Entry: t.Budget}
-	// Relax until nothing changes. Times only shrink and take values from a
-	// finite set, so this ends even on a cycle; on a tree or a DAG the first
-	// pass in declaration order usually settles it.
-	for changed := true; changed; {
-		changed = false
-		for _, name := range t.Names {
-			g, ok := given[name]
-			if !ok {
-				continue
-			}
-			for _, c := range t.Services[name].Calls {
-				reach := func(to string, timeout time.Duration) {
-					if timeout == 0 {
-						timeout = g
-					}
-					if to == t.Entry {
-						// The entry is given the user's budget; a call back
-						// into it is a cycle, reported as such.
-						return
-					}
-					if old, ok := given[to]; !ok || timeout < old {
-						given[to] = timeout
-						changed = true
-					}
-				}
-				reach(c.To, c.Timeout)
-				for _, f := range c.Fallback {
-					if f.To != "" {
-						reach(f.To, f.Timeout)
-					}
+	edges := func(name string, visit func(to string, timeout time.Duration)) {
+		for _, c := range t.Services[name].Calls {
+			visit(c.To, c.Timeout)
+			for _, f := range c.Fallback {
+				if f.To != "" {
+					visit(f.To, f.Timeout)
 				}
 			}
+		}
+	}
+	reached := map[string]bool{t.Entry: true}
+	stack := []string{t.Entry}
+	for len(stack) > 0 {
+		name := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		edges(name, func(to string, _ time.Duration) {
+			if !reached[to] {
+				reached[to] = true
+				stack = append(stack, to)
+			}
+		})
+	}
+	// Each reachable service's smallest timeout on a call into it.
+	start := map[string]time.Duration{t.Entry: t.Budget}
+	for _, name := range t.Names {
+		if !reached[name] {
+			continue
+		}
+		edges(name, func(to string, timeout time.Duration) {
+			if timeout == 0 || to == t.Entry {
+				return
+			}
+			if old, ok := start[to]; !ok || timeout < old {
+				start[to] = timeout
+			}
+		})
+	}
+	// Hand the times on, smallest first, in declaration order among equals.
+	names := make([]string, 0, len(start))
+	for _, name := range t.Names {
+		if _, ok := start[name]; ok {
+			names = append(names, name)
+		}
+	}
+	sort.SliceStable(names, func(i, j int) bool { return start[names[i]] < start[names[j]] })
+	given := make(map[string]time.Duration, len(reached))
+	for _, name := range names {
+		if _, ok := given[name]; ok {
+			continue
+		}
+		g := start[name]
+		given[name] = g
+		stack = append(stack[:0], name)
+		for len(stack) > 0 {
+			from := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			edges(from, func(to string, timeout time.Duration) {
+				if timeout != 0 || to == t.Entry {
+					return
+				}
+				if _, ok := given[to]; !ok {
+					given[to] = g
+					stack = append(stack, to)
+				}
+			})
 		}
 	}
 	return given
@@ -194,7 +238,7 @@ func (a *auditor) typicalTail(name string) time.Duration {
 	s := a.t.Services[name]
 	d := s.Latency.P99
 	for _, c := range s.Calls {
-		d += a.typicalTail(c.To)
+		d = satAdd(d, a.typicalTail(c.To))
 	}
 	a.onPath[name] = false
 	a.tail[name] = d
@@ -202,24 +246,10 @@ func (a *auditor) typicalTail(name string) time.Duration {
 }
 
 // worstCall is the longest a call can hold its caller: every attempt running
-// to its timeout, the backoffs between them, then every fallback.
+// to its timeout, the backoffs between them, then every fallback. The
+// parser bounds the sum of a service's calls, so it does not overflow.
 func (a *auditor) worstCall(c topology.Call, given time.Duration) time.Duration {
-	t := c.Timeout
-	if t == 0 {
-		t = given
-	}
-	d := time.Duration(c.Retries+1)*t + time.Duration(c.Retries)*c.Backoff
-	for _, f := range c.Fallback {
-		switch {
-		case f.Local != "":
-			d += f.Latency.P99
-		case f.Timeout != 0:
-			d += f.Timeout
-		default:
-			d += given
-		}
-	}
-	return d
+	return topology.WorstCall(c, given)
 }
 
 // largestTimeout is the largest whole-millisecond timeout t with
@@ -236,15 +266,26 @@ func largestTimeout(limit time.Duration, retries int, backoff time.Duration) tim
 	return max(t, 0)
 }
 
+// joinArrows joins a path of names. strings.Join, not +=, which copied the
+// string so far at each name: quadratic on a cycle through every service.
 func joinArrows(names []string) string {
-	s := ""
-	for i, n := range names {
-		if i > 0 {
-			s += " -> "
-		}
-		s += n
+	return strings.Join(names, " -> ")
+}
+
+// satAdd returns a+b for a, b ≥ 0, or math.MaxInt64 when that overflows.
+func satAdd(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
 	}
-	return s
+	return a + b
+}
+
+// satMul returns n×d for n, d ≥ 0, or math.MaxInt64 when that overflows.
+func satMul(n int64, d time.Duration) time.Duration {
+	if n != 0 && d > math.MaxInt64/time.Duration(n) {
+		return math.MaxInt64
+	}
+	return time.Duration(n) * d
 }
 
 // ms renders a duration for a finding, rounded to the millisecond.

@@ -12,7 +12,7 @@ import (
 func (a *auditor) checkService(s *topology.Service, given time.Duration, entry bool) time.Duration {
 	var total time.Duration
 	for _, c := range s.Calls {
-		total += a.worstCall(c, given)
+		total = satAdd(total, a.worstCall(c, given))
 	}
 	var before time.Duration
 	for _, c := range s.Calls {
@@ -26,7 +26,7 @@ func (a *auditor) checkService(s *topology.Service, given time.Duration, entry b
 		if !reported && before+worst >= given && before < given {
 			a.sequence(s.Name, c, worst, before, total, given, entry)
 		}
-		before += worst
+		before = satAdd(before, worst)
 	}
 	return before
 }
@@ -50,7 +50,7 @@ func (a *auditor) checkCall(caller, callee string, timeout time.Duration, retrie
 		if before > 0 {
 			why += " after the calls before it"
 		}
-		if tail > 0 && 3*tail <= largest {
+		if tail > 0 && satMul(3, tail) <= largest {
 			t, why = 3*tail, fmt.Sprintf("3× %s's p99 of %s", callee, ms(tail))
 		}
 		if t <= 0 {
@@ -81,8 +81,9 @@ func (a *auditor) checkCall(caller, callee string, timeout time.Duration, retrie
 		reported = true
 	}
 	if tail > 0 && timeout < tail {
+		// The parser bounds tail (MaxSum), so 2× fits; the retries may not.
 		lo := 2 * tail
-		fit := lo + time.Duration(retries)*(lo+backoff) + time.Millisecond
+		fit := satAdd(satAdd(lo, satMul(int64(retries), satAdd(lo, backoff))), time.Millisecond)
 		sugg := fmt.Sprintf("timeout %s (2× p99)", ms(lo))
 		if fit > given {
 			sugg += fmt.Sprintf(", which needs %s given %s; or make %s faster", ms(fit), caller, callee)

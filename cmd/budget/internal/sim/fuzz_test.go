@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -50,7 +51,8 @@ func FuzzRun(f *testing.F) {
 		}
 		res, err := sim.Run(top, cfg)
 		if err != nil {
-			if c, _ := top.Cycle(); c == nil {
+			var we *sim.WorkError
+			if c, _ := top.Cycle(); c == nil && !errors.As(err, &we) {
 				t.Fatalf("Run: %v", err)
 			}
 			return

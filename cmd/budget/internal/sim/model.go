@@ -53,6 +53,10 @@ func compile(t *topology.Topology, cfg Config) *model {
 	}
 	m.entry = idx[t.Entry]
 	pools := map[string]int32{}
+	faults := make(map[string]int, len(cfg.Faults))
+	for k, f := range cfg.Faults {
+		faults[f.Service] = k
+	}
 	for i, n := range t.Names {
 		s := t.Services[n]
 		host := t.HostOf(n)
@@ -67,10 +71,17 @@ func compile(t *topology.Topology, cfg Config) *model {
 			m.poolSize = append(m.poolSize, int32(w))
 		}
 		si := svcInfo{lat: fit(s.Latency), pool: p, cancellable: s.Cancellable}
-		for _, f := range cfg.Faults {
-			if f.Service == host || f.Service == n {
-				si.fault = f
+		// Of a fault on the service and one on its host, the later given
+		// applies, as when every fault was scanned for every service
+		// (quadratic when every service has one).
+		at := -1
+		for _, name := range []string{host, n} {
+			if k, ok := faults[name]; ok && k > at {
+				at = k
 			}
+		}
+		if at >= 0 {
+			si.fault = cfg.Faults[at]
 		}
 		for _, c := range s.Calls {
 			ci := callInfo{retries: c.Retries, backoff: int64(c.Backoff), share: c.Share}

@@ -10,6 +10,13 @@
 // It is a discrete-event simulation: one agenda of timed events, no
 // goroutine per request and no sleeping, so a million requests through a
 // 200-service graph take seconds. A run is deterministic given its seed.
+//
+// Its work is bounded before it starts: Validate estimates the calls a run
+// can make, patterns × requests × CallsPerRequest (every attempt and
+// fallback counted, as if each failed), and refuses with a *WorkError past
+// Config.MaxCalls, DefaultMaxCalls (5 billion) by default. Each further
+// level of fan-out multiplies the calls of a request, so a 10 KB file can
+// ask for 20 hours; the estimate takes time linear in the topology.
 package sim
 
 import (
@@ -103,6 +110,10 @@ type Config struct {
 	// Workers is the pool size of services that do not declare one; 0
 	// means DefaultWorkers.
 	Workers int
+	// MaxCalls bounds the work of a run: Validate refuses, with a
+	// *WorkError, a run whose patterns × requests × CallsPerRequest is
+	// more. 0 means DefaultMaxCalls.
+	MaxCalls int64
 }
 
 func (c Config) withDefaults() Config {
@@ -114,6 +125,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Workers == 0 {
 		c.Workers = DefaultWorkers
+	}
+	if c.MaxCalls == 0 {
+		c.MaxCalls = DefaultMaxCalls
 	}
 	return c
 }
@@ -143,8 +157,15 @@ func (c Config) Validate(t *topology.Topology) error {
 		}
 		seen[f.Service] = true
 	}
+	if c.MaxCalls < 0 {
+		errs = append(errs, fmt.Errorf("max calls %d is negative", c.MaxCalls))
+	}
 	if cyc, pos := t.Cycle(); cyc != nil {
 		errs = append(errs, fmt.Errorf("line %d: calls form a cycle %s, which cannot be simulated", pos.Line, strings.Join(cyc, " -> ")))
+	} else if len(errs) == 0 {
+		if err := c.checkWork(t); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -1,8 +1,10 @@
 package topology
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"regexp"
 	"strconv"
@@ -26,27 +28,62 @@ const (
 	MaxCalls = 10_000
 	// MaxFallbacks is the largest number of fallbacks one call may list.
 	MaxFallbacks = 100
-	// maxInput is the largest file Parse reads, in bytes.
-	maxInput = 16 << 20
+	// MaxTotalCalls is the largest number of calls all the services of a
+	// file may make together, each fallback counted as one more call. The
+	// bounds per service and per call alone would allow 10¹¹.
+	MaxTotalCalls = 1_000_000
+	// MaxNodes is the largest number of YAML nodes (scalars, lists and
+	// mappings) a file may hold, with every alias counted as a copy of what
+	// it names. It is counted before anything is decoded, so a small file
+	// whose aliases name aliases (an alias bomb) is refused in linear time.
+	MaxNodes = 5_000_000
+	// MaxSum is the largest time a file may add up to: the worst case of
+	// a service's calls made one after another (every attempt to its
+	// timeout, every backoff and fallback), or a service's p99 with its
+	// callees'. About 50 years; it keeps every sum a consumer makes, even
+	// tripled, within int64 nanoseconds.
+	MaxSum = 50 * 365 * 24 * time.Hour
+	// MaxFileSize is the largest file ReadFile and Parse accept, in bytes.
+	MaxFileSize = 16 << 20
 )
 
 // Parse reads a topology from data, which came from the file named file
 // (used only in error messages), and validates it. The error, when not nil,
-// is an *Error. Parse is safe on any input: it never panics.
+// is an *Error. Parse is safe on any input: it never panics, and its time
+// and memory are linear in len(data), at most MaxFileSize bytes: aliases
+// are counted against MaxNodes before anything is decoded.
 func Parse(file string, data []byte) (*Topology, error) {
 	p := &parser{file: file}
-	if len(data) > maxInput {
-		return nil, p.errAt(Pos{1, 1}, "file is larger than %d MiB", maxInput>>20)
+	if len(data) > MaxFileSize {
+		return nil, p.errAt(Pos{1, 1}, "file is larger than %d MiB", MaxFileSize>>20)
 	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, p.errAt(Pos{1, 1}, "empty file: want entry, budget and services")
+		}
 		return nil, p.yamlError(err)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, p.errAt(Pos{1, 1}, "empty file: want entry, budget and services")
 	}
+	// A second document would otherwise be silently ignored.
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, p.yamlError(err)
+		}
+		return nil, p.errf(&more, "a second YAML document; a topology file holds one")
+	}
+	if err := p.countNodes(&doc); err != nil {
+		return nil, err
+	}
 	t, err := p.top(doc.Content[0])
 	if err != nil {
+		return nil, err
+	}
+	if err := p.checkSums(t); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -54,6 +91,9 @@ func Parse(file string, data []byte) (*Topology, error) {
 
 type parser struct {
 	file string
+	// calls counts the calls and fallbacks read so far, against
+	// MaxTotalCalls.
+	calls int
 	// callees records where each call's callee is named, to check the names
 	// once every service is known.
 	refs []ref
@@ -229,21 +269,6 @@ func (p *parser) services(t *Topology, n *yaml.Node) error {
 	})
 }
 
-func checkName(s string) error {
-	if s == "" {
-		return errors.New("empty")
-	}
-	if len(s) > 200 {
-		return errors.New("longer than 200 bytes")
-	}
-	for _, r := range s {
-		if r <= ' ' || r == '=' || r == ',' || r == 0x7f {
-			return errors.New("may not contain spaces, control characters, '=' or ','")
-		}
-	}
-	return nil
-}
-
 func (p *parser) service(s *Service, n *yaml.Node) error {
 	what := "service " + s.Name
 	return p.fields(n, what, []string{"latency", "calls", "workers", "host", "cancellable"}, func(key string, v *yaml.Node) error {
@@ -261,6 +286,7 @@ func (p *parser) service(s *Service, n *yaml.Node) error {
 		case "cancellable":
 			s.Cancellable, err = p.boolean(v, what+": cancellable")
 		case "calls":
+			var known time.Duration
 			v = resolve(v)
 			if v.Kind != yaml.SequenceNode {
 				return p.errf(v, "%s: calls must be a list", what)
@@ -269,11 +295,23 @@ func (p *parser) service(s *Service, n *yaml.Node) error {
 				return p.errf(v, "%s: more than %d calls", what, MaxCalls)
 			}
 			for _, c := range v.Content {
+				if p.calls++; p.calls > MaxTotalCalls {
+					return p.errf(orNode(resolve(c)), "%s: more than %d calls in the file, fallbacks counted", what, MaxTotalCalls)
+				}
 				call, err := p.call(resolve(c), what)
 				if err != nil {
 					return err
 				}
 				s.Calls = append(s.Calls, call)
+				// What is known of the calls' worst case before the time
+				// the service is given is (calls without a timeout count
+				// zero) already refuses a file made to overflow, before
+				// the rest of its calls take memory; checkSums completes
+				// the check.
+				var ok bool
+				if known, ok = addSum(known, WorstCall(call, 0)); !ok {
+					return p.errAt(call.Pos, sequenceTooLong, s.Name, sumText)
+				}
 			}
 		}
 		return err
@@ -307,6 +345,9 @@ func (p *parser) call(n *yaml.Node, what string) (Call, error) {
 				return p.errf(v, "%s: more than %d fallbacks", what, MaxFallbacks)
 			}
 			for _, f := range v.Content {
+				if p.calls++; p.calls > MaxTotalCalls {
+					return p.errf(orNode(resolve(f)), "%s: more than %d calls in the file, fallbacks counted", what, MaxTotalCalls)
+				}
 				fb, err := p.fallback(resolve(f), what+": fallback")
 				if err != nil {
 					return err

@@ -32,6 +32,28 @@
 //
 // Parse reports the first problem it finds as an *Error that names the file,
 // line and column.
+//
+// The input may be hostile, so what it can cost is bounded by construction.
+// ReadFile reads regular files only (not a directory, /dev/zero or a FIFO)
+// of at most MaxFileSize (16 MiB), through a limit rather than by size
+// alone. A file holds one YAML document, of at most MaxNodes (5,000,000)
+// nodes with every alias counted as a copy of what it names, counted before
+// anything is decoded, so an alias bomb is refused in linear time. It
+// declares at most MaxServices (100,000) services, MaxCalls (10,000) calls
+// per service, MaxFallbacks (100) per call and MaxTotalCalls (1,000,000)
+// calls in all, fallbacks counted. Durations are at most MaxDuration (an
+// hour), and a service's calls one after another in the worst case, or its
+// p99 with its callees', add up to at most MaxSum (about 50 years), so no
+// sum a consumer makes overflows. Names may not contain spaces, control
+// characters (C0 or C1) or bidirectional formatting characters (U+061C,
+// U+200E, U+200F, U+202A–U+202E, U+2066–U+2069), which could make output
+// printed to a terminal show something else. Within those bounds Parse's
+// time and memory are linear in the file's size: the largest chain
+// allowed, 100,000 services in 5.4 MB, takes about 1.4 s and 300 MB
+// allocated. The constant is the YAML library's, which builds every node
+// as written before any bound on nodes can be checked: a 16 MiB file of
+// the smallest nodes (a flat list of 8 million) costs about 1.6 GB and 12 s
+// before it is refused.
 package topology
 
 import (

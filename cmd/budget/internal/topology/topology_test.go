@@ -154,8 +154,9 @@ services:
 	}
 }
 
-// FuzzParse checks that no input makes Parse panic, and that every error
-// has a position.
+// FuzzParse checks that no input makes Parse panic, that every error has a
+// position, and that no accepted name holds a control or bidirectional
+// formatting character.
 func FuzzParse(f *testing.F) {
 	for _, dir := range []string{"testdata/good", "testdata/bad"} {
 		files, _ := filepath.Glob(dir + "/*.yaml")
@@ -178,6 +179,17 @@ func FuzzParse(f *testing.F) {
 		}
 		if _, ok := top.Services[top.Entry]; !ok {
 			t.Fatalf("entry %q not a service", top.Entry)
+		}
+		if len(data) > topology.MaxFileSize {
+			t.Fatalf("accepted %d bytes", len(data))
+		}
+		for _, name := range top.Names {
+			for _, r := range name {
+				if r <= ' ' || (r >= 0x7f && r <= 0x9f) || r == 0x61c || r == 0x200e || r == 0x200f ||
+					(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+					t.Fatalf("name %q holds %U", name, r)
+				}
+			}
 		}
 		top.Cycle()
 		top.Order()

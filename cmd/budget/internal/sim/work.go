@@ -1,0 +1,101 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/timebudget/budget/cmd/budget/internal/topology"
+)
+
+// DefaultMaxCalls is the most calls a run may make when Config.MaxCalls is
+// zero, as estimated by patterns × requests × CallsPerRequest. The
+// estimate is a worst case, every attempt failing after all its work, which
+// a run seldom comes near: a million requests through testdata/tree200.yaml
+// (1,235 calls per request at most, about 200 made) are estimated at 4.9
+// billion calls and take about 38 s of CPU. The default 100,000 requests
+// fit with up to 12,500 calls per request; two levels of 1,000 calls
+// (1,001,001 per request), which would take about 20 hours, do not.
+const DefaultMaxCalls = 5_000_000_000
+
+// CallsPerRequest returns the most calls one request can make in t: the
+// entry's, and for every call a service makes, each attempt (the call and
+// its retries) with the calls its callee makes, then each fallback's (one
+// for a local answer), as if every attempt failed after doing all its work.
+// It saturates at math.MaxInt64: two levels of 1,000 calls make 1,001,001,
+// and each further level multiplies. It takes time linear in t, which must
+// have no cycle.
+func CallsPerRequest(t *topology.Topology) int64 {
+	memo := make(map[string]int64, len(t.Names))
+	var calls func(name string) int64
+	calls = func(name string) int64 {
+		if n, ok := memo[name]; ok {
+			return n
+		}
+		memo[name] = 1 // on a cycle, which Validate refuses anyway
+		n := int64(1)
+		for _, c := range t.Services[name].Calls {
+			n = satAdd(n, satMul(int64(c.Retries)+1, calls(c.To)))
+			for _, f := range c.Fallback {
+				if f.To != "" {
+					n = satAdd(n, calls(f.To))
+				} else {
+					n = satAdd(n, 1)
+				}
+			}
+		}
+		memo[name] = n
+		return n
+	}
+	return calls(t.Entry)
+}
+
+// WorkError is the error of a run that could make more calls than allowed:
+// the estimate is made before anything runs.
+type WorkError struct {
+	// Requests is the number of requests per pattern.
+	Requests int
+	// PerRequest is CallsPerRequest of the topology.
+	PerRequest int64
+	// Calls is the estimate: every pattern's requests × PerRequest,
+	// saturating at math.MaxInt64.
+	Calls int64
+	// Max is the bound it passed, Config.MaxCalls or DefaultMaxCalls.
+	Max int64
+}
+
+// Error says how many calls the run could make, how that was estimated
+// and the bound it passed.
+func (e *WorkError) Error() string {
+	calls := fmt.Sprint(e.Calls)
+	if e.Calls == math.MaxInt64 {
+		calls = "more than 9.2e18"
+	}
+	return fmt.Sprintf("the run could make %s calls (%d patterns × %d requests × up to %d calls per request, every retry and fallback counted), more than the %d allowed",
+		calls, len(Patterns), e.Requests, e.PerRequest, e.Max)
+}
+
+func (c Config) checkWork(t *topology.Topology) error {
+	c = c.withDefaults()
+	per := CallsPerRequest(t)
+	calls := satMul(int64(len(Patterns)), satMul(int64(c.Requests), per))
+	if calls > c.MaxCalls {
+		return &WorkError{Requests: c.Requests, PerRequest: per, Calls: calls, Max: c.MaxCalls}
+	}
+	return nil
+}
+
+// satAdd returns a+b for a, b ≥ 0, or math.MaxInt64 when that overflows.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// satMul returns a×b for a, b ≥ 0, or math.MaxInt64 when that overflows.
+func satMul(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
+}
