@@ -32,7 +32,7 @@ func rootPackage(t *testing.T) (*token.FileSet, []*ast.File) {
 	return fset, files
 }
 
-// The root package stays small enough to hold in one's head: at most 131
+// The root package stays small enough to hold in one's head: at most 132
 // exported names (types, functions, methods, constants and variables, as
 // go doc -all lists them; struct fields are not counted). Adding a name
 // means taking one away, or raising this bound in a change that says why.
@@ -69,7 +69,7 @@ func TestExportedNamesStayFew(t *testing.T) {
 			names = append(names, ty.Name+"."+m.Name)
 		}
 	}
-	const limit = 131 // 130, and Read's Reading, the one reading adapters take
+	const limit = 132 // 130, Read's Reading (the one reading adapters take), and RedactError
 	if len(names) > limit {
 		t.Errorf("the root package exports %d names, more than %d:\n%s", len(names), limit, strings.Join(names, " "))
 	}
