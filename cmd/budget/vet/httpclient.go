@@ -2,6 +2,7 @@ package vet
 
 import (
 	"go/ast"
+	"go/types"
 
 	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/analysis/passes/inspect"
@@ -22,9 +23,18 @@ slow server holds the caller forever. http.DefaultClient.Do is reported
 where no deadline is in reach (no context or request parameter, no
 context.WithTimeout or NewRequestWithContext in the function). An
 http.Client literal without Timeout is reported where no deadline is in
-reach and the package never builds a request with a context
-(http.NewRequestWithContext, Request.WithContext or Clone), unless its
-Timeout is assigned later in the same function. Test files are skipped.`,
+reach, unless its Timeout is assigned later in the same function. Whether
+a deadline is in reach is decided where the client is used: a client kept
+in a local variable that only has its methods called (c.Get, c.Do) is
+reported unless its own function has a context or request parameter,
+derives a deadline, or builds a request with a context
+(http.NewRequestWithContext, Request.WithContext or Clone); a package
+carrying contexts elsewhere does not help it. Even with a context at hand,
+such a client is reported when its Get, Head, Post or PostForm is called,
+since those take no context. A client that leaves its function (returned,
+stored in a field or a package variable, passed on) or is built at
+package level is reported only if no function of the package builds a
+request with a context. Test files are skipped.`,
 	Requires: []*analysis.Analyzer{inspect.Analyzer},
 	Run:      runHTTPClient,
 }
@@ -49,7 +59,14 @@ func runHTTPClient(pass *analysis.Pass) (any, error) {
 			if !isNamed(pass.TypesInfo.TypeOf(n), "net/http", "Client") || hasKey(n, "Timeout") {
 				continue
 			}
-			if pkgCarries || deadlineInReach(pass.TypesInfo, cur) || fieldSetLater(pass, cur, "Timeout") {
+			if fieldSetLater(pass, cur, "Timeout") {
+				continue
+			}
+			if local, ctxless := localClient(pass.TypesInfo, cur); local {
+				if !ctxless && deadlineInReach(pass.TypesInfo, cur) {
+					continue
+				}
+			} else if pkgCarries || deadlineInReach(pass.TypesInfo, cur) {
 				continue
 			}
 			pass.Reportf(n.Pos(), "http.Client without Timeout and no context deadline in reach: a slow server holds every call forever; set Timeout or send requests with http.NewRequestWithContext")
@@ -78,4 +95,36 @@ func checkClientCall(pass *analysis.Pass, cur inspector.Cursor, call *ast.CallEx
 			pass.Reportf(call.Pos(), "http.DefaultClient.Do has no timeout and no context deadline is in reach: give the request a context with a deadline or use a client with a Timeout")
 		}
 	}
+}
+
+// localClient reports whether the client literal at cur is kept in a local
+// variable of its function that never leaves it: every use of the variable
+// selects a field or calls a method. ctxless reports whether one of those
+// calls is Get, Head, Post or PostForm, which take no context, so no
+// context in scope bounds them.
+func localClient(info *types.Info, cur inspector.Cursor) (local, ctxless bool) {
+	h, ok := holderOf(info, cur)
+	body := enclosingBody(cur)
+	if !ok || h.obj == nil || body == nil || h.obj.Pos() < body.Pos() || h.obj.Pos() >= body.End() {
+		return false, false
+	}
+	local = true
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.SelectorExpr:
+			if id, ok := ast.Unparen(n.X).(*ast.Ident); ok && info.Uses[id] == h.obj {
+				switch n.Sel.Name {
+				case "Get", "Head", "Post", "PostForm":
+					ctxless = true
+				}
+				return false // the variable's use ends here
+			}
+		case *ast.Ident:
+			if info.Uses[n] == h.obj {
+				local = false // returned, stored, passed on or copied
+			}
+		}
+		return local
+	})
+	return local, ctxless && local
 }

@@ -22,3 +22,39 @@ func doInHandler(w http.ResponseWriter, r *http.Request) {
 	out = out.WithContext(r.Context())
 	http.DefaultClient.Do(out)
 }
+
+// The package above sends requests with a context, but this function has
+// none: its client waits forever on a slow server.
+func noContext(u string) {
+	c := &http.Client{} // want `http.Client without Timeout`
+	c.Get(u)
+}
+
+// A context in scope does not reach Get, which takes none.
+func getInHandler(w http.ResponseWriter, r *http.Request) {
+	c := &http.Client{} // want `http.Client without Timeout`
+	c.Get("http://example.com")
+}
+
+// Near misses: none of these is reported.
+
+// The request carries the function's context.
+func localWithContext(ctx context.Context, u string) {
+	c := &http.Client{}
+	req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
+	c.Do(req)
+}
+
+// The client leaves the function; callers in this package send requests
+// with a context.
+func newClient() *http.Client {
+	c := &http.Client{Transport: http.DefaultTransport}
+	return c
+}
+
+type service struct{ c *http.Client }
+
+func (s *service) init() {
+	c := &http.Client{}
+	s.c = c
+}
