@@ -17,10 +17,15 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"syscall"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGTERM (what kill, timeout and CI runners send) ends a command as
+	// Ctrl-C does: the context's end stops the demo's services and budget
+	// vet's go commands, which a process killed outright would leave
+	// running. syscall.SIGTERM exists on every platform Go supports.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := runContext(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -32,7 +37,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return runContext(context.Background(), args, stdout, stderr)
 }
 
-// runContext is run with a context that ends the demo early (Ctrl-C).
+// runContext is run with a context that ends the command early (Ctrl-C,
+// SIGTERM).
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)

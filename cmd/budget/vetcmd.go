@@ -16,7 +16,8 @@ import (
 // vetMain runs budget vet: it loads the packages named by args, runs the
 // checks of package vet over them and prints one line per finding. It
 // returns 0 when nothing was found, 1 when something was, and 2 for a usage
-// error or packages that could not be loaded.
+// error, packages that could not be loaded, or a stop by ctx (Ctrl-C or
+// SIGTERM).
 func vetMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("budget vet", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -38,6 +39,14 @@ func vetMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	findings, err := vet.Run(ctx, "", fs.Args(), analyzers)
+	if err != nil && ctx.Err() != nil {
+		// Run's go commands, and the compilers they started, were sent
+		// SIGINT and then, if they lingered, SIGKILL as a process group
+		// (go/packages starts each as a group of its own), so none
+		// outlives this one.
+		fmt.Fprintf(stderr, "budget vet: stopped: %v\n", context.Cause(ctx))
+		return 2
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "budget vet: %v\n", err)
 		return 2
