@@ -15,6 +15,20 @@
 // program. go vet's own route, with its build cache and -fix, stays
 // available through budget-vet.
 //
+// Two rules decide where a context counts as in scope. bgdeadline reports a
+// fresh context.Background() or TODO() passed straight to a synchronous
+// call (doWork(context.Background())) only where the innermost function has
+// a context.Context or *http.Request parameter of its own; calls started
+// with go or defer, function literals without a context parameter
+// (goroutines, callbacks), cleanup calls (Close, Shutdown, Rollback,
+// Release), code after <-ctx.Done() and test files are left alone, since
+// work that outlives the request legitimately starts afresh (better said
+// with context.WithoutCancel or budget.Detach). httpclient decides whether
+// an http.Client without Timeout has a deadline in reach where the client
+// is used: a client kept in a local variable is judged by its own function
+// alone, not by whether some other function of the package sends requests
+// with a context.
+//
 // The checks are syntactic patterns resolved with go/types, tuned to stay
 // quiet on code that is only unusual. Each one's Doc says what it reports and
 // what it deliberately leaves alone. None of them uses facts, so each package
