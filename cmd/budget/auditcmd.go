@@ -21,10 +21,24 @@ each other and against the user's budget:
 	             calls that reach the caller (the budget for the entry)
 	over-budget  the entry's calls can take longer than the budget
 	sequence     a service's calls, one after another, can take longer than it
-	             is given, though each fits alone
-	below-p99    a timeout is below the callee's p99 (its own plus its callees')
+	             is given, though each fits alone (a service's calls are
+	             always made one after another: their worst cases add up)
+	below-p99    a timeout is below the call's floor: the callee's p99 (its own
+	             plus its callees'), or what the callee's own calls need
 	no-timeout   a call has no timeout
+	conflict     a service's calls at their floors do not fit the time it is
+	             given: no timeouts satisfy both; reported once, no value
 	cycle        calls lead back to a service already on the path
+
+One rule decides each suggested timeout, so applying every suggestion leaves
+nothing to suggest: from its callee's measurements a call has a floor (the
+p99 with its callees', or what the callee's calls need) and a preference (2×
+that p99, or what the callee's calls take at theirs); from the entry down, a
+service whose calls have timeouts at their floors or above and fit what it is
+given is left alone; otherwise its failing calls get their preference and, if
+its calls still do not fit, every one of them is set the same fraction of the
+way from its floor to its preference, the largest that fits. A call has at
+most one finding.
 
 It prints one line per finding, "caller -> callee: what is wrong; suggested
 value", and a summary on stderr. Exit status: 0 when there are no findings,

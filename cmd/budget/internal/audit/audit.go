@@ -9,10 +9,42 @@
 // on the call that reaches it, or the entry's budget for the entry. When
 // several calls reach a service, the smallest of their timeouts is used, since
 // that caller gives up first and the service cannot know which caller it is
-// serving. A call without a timeout passes on its caller's time. The timeouts
-// are taken as configured: a callee's timeout that is larger than its
-// caller's is reported on the caller's call, and the callee's own calls are
-// still checked against it.
+// serving. A call without a timeout passes on its caller's time; a call that
+// closes a cycle gives nothing (the cycle is its own finding).
+//
+// A service's calls are made one after another (the format has no parallel
+// calls), so they are summed: the worst case of a service's calls, every
+// attempt to its timeout, every backoff and every fallback, must be less
+// than the time the service is given. That is the invariant
+// timeout(caller) > timeout(callee) + retries × (timeout(callee) + backoff)
+// with the calls before and after counted too.
+//
+// One rule decides every suggested timeout, so that applying all of a
+// report's suggestions gives a report without any (a fixed point), and no call
+// is ever suggested two values. Each call has, from its callee's measurements
+// alone (bottom-up):
+//
+//   - a floor: the callee's p99 with its callees' (its typical tail), or,
+//     when larger, what the callee's own calls need one after another at
+//     their floors with their retries and backoff; a timeout below it cuts
+//     off normal answers;
+//   - a preference: 2× that typical tail, or, when larger, what the
+//     callee's own calls need at their preferences; a callee nothing is
+//     measured for prefers all the time there is.
+//
+// The services are then visited from the entry down (top-down), each with
+// the time it is given by its callers' timeouts as they will be once the
+// suggestions are applied. A service whose calls all have a timeout at or
+// above their floor, and fit what it is given one after another, is left
+// alone. Otherwise its failing calls are given their preference; if the
+// calls then still do not fit, every call of the service is set between
+// its floor and its preference, the same fraction of the way for each
+// (whole milliseconds, rounded down), the largest fraction that fits. Each
+// call whose timeout changes is reported once, with that value. When even
+// the floors do not fit what the service is given, no timeout can satisfy
+// both the budget and the measurements: that is reported once, as a
+// conflict, without a suggested timeout, and the service's calls are left
+// as they are.
 package audit
 
 import (
@@ -29,7 +61,8 @@ import (
 // JSON output.
 type Kind string
 
-// The kinds of finding, in the order they are checked for each call.
+// The kinds of finding. A call has at most one finding; its kind is the
+// first of these, in this order, that applies.
 const (
 	// NoTimeout: a call has no timeout, so a slow callee holds the caller
 	// for as long as it takes.
@@ -45,10 +78,14 @@ const (
 	// longer in the worst case than the service is given, though each alone
 	// fits.
 	Sequence Kind = "sequence"
-	// BelowP99: a timeout is shorter than the callee's typical tail (its
-	// p99 plus its own callees'), so more than 1% of calls time out by
-	// design.
+	// BelowP99: a timeout is below the call's floor: the callee's typical
+	// tail (its p99 plus its own callees'), or what the callee's own calls
+	// need, so more than 1% of calls time out by design.
 	BelowP99 Kind = "below-p99"
+	// Conflict: the floors of a service's calls, one after another, do not
+	// fit the time it is given, so no timeouts satisfy both the budget and
+	// the measurements. It carries no suggested timeout.
+	Conflict Kind = "conflict"
 	// Cycle: calls lead back to a service already on the path.
 	Cycle Kind = "cycle"
 )
@@ -65,7 +102,9 @@ type Finding struct {
 	// Suggestion says what to change, such as "timeout 633ms".
 	Suggestion string `json:"suggestion"`
 	// SuggestedTimeoutMs is the suggested timeout in milliseconds, when the
-	// suggestion is one; 0 otherwise.
+	// suggestion is one; 0 otherwise (a conflict or a cycle). Applying
+	// every suggested timeout of a report gives a topology whose report has
+	// none.
 	SuggestedTimeoutMs int64 `json:"suggested_timeout_ms,omitempty"`
 	// Line and Col locate the call in the file.
 	Line int `json:"line"`
@@ -96,9 +135,10 @@ type Report struct {
 }
 
 // Check audits t. It is pure and deterministic: the same topology gives the
-// same report.
+// same report. It takes time linear in the topology, plus a sort of the
+// findings.
 func Check(t *topology.Topology) *Report {
-	a := &auditor{t: t, given: givenTimes(t), tail: map[string]time.Duration{}, onPath: map[string]bool{}}
+	a := newAuditor(t)
 	rep := &Report{Entry: t.Entry, BudgetMs: t.Budget.Milliseconds(), Findings: []Finding{}}
 	if cyc, pos := t.Cycle(); cyc != nil {
 		rep.Findings = append(rep.Findings, Finding{
@@ -108,162 +148,47 @@ func Check(t *topology.Topology) *Report {
 			Line:       pos.Line, Col: pos.Col,
 		})
 	}
-	for _, name := range t.Names {
-		given, ok := a.given[name]
-		if !ok {
-			rep.Unreachable = append(rep.Unreachable, name)
-			continue
-		}
-		s := t.Services[name]
-		rep.CallsChecked += len(s.Calls)
-		for _, c := range s.Calls {
-			for _, f := range c.Fallback {
-				if f.To != "" {
-					rep.CallsChecked++
-				}
-			}
-		}
-		worst := a.checkService(s, given, name == t.Entry)
+	order := a.order()
+	given := map[string]time.Duration{t.Entry: t.Budget}
+	a.now[t.Entry] = t.Budget
+	for _, name := range order {
+		g, now := given[name], a.now[name]
+		finals, worst := a.checkService(name, g, name == t.Entry)
 		if name == t.Entry {
 			rep.WorstCaseMs = worst.Milliseconds()
 		}
+		// Hand each callee the time it will be given once the
+		// suggestions are applied: the smallest timeout of the calls
+		// into it, or the caller's time through a call without one.
+		for i, it := range a.items[name] {
+			if it.back {
+				continue
+			}
+			d := finals[i]
+			if d == 0 {
+				d = g
+			}
+			if old, ok := given[it.to]; !ok || d < old {
+				given[it.to] = d
+			}
+			if d = effective(it.timeout, now); d < a.now[it.to] || a.now[it.to] == 0 {
+				a.now[it.to] = d
+			}
+		}
 	}
+	for _, name := range t.Names {
+		if !a.reached[name] {
+			rep.Unreachable = append(rep.Unreachable, name)
+			continue
+		}
+		rep.CallsChecked += len(a.items[name])
+	}
+	sort.SliceStable(a.findings, func(i, j int) bool {
+		fi, fj := a.findings[i], a.findings[j]
+		return fi.Line < fj.Line || fi.Line == fj.Line && fi.Col < fj.Col
+	})
 	rep.Findings = append(rep.Findings, a.findings...)
 	return rep
-}
-
-type auditor struct {
-	t        *topology.Topology
-	given    map[string]time.Duration
-	tail     map[string]time.Duration
-	onPath   map[string]bool
-	findings []Finding
-}
-
-// givenTimes returns, for each service reachable from the entry, the time it
-// is given: the smallest timeout of the calls that reach it (a call without
-// one passes on its caller's time), the budget for the entry. That is, over
-// every path from the entry, the timeout of the path's last call that has
-// one (the budget when none has), the smallest. A call back into the entry
-// is a cycle, reported as such; the entry keeps the user's budget.
-//
-// It takes O(E log V) for V services and E calls: reachability first, then
-// each service's smallest timeout on a call into it, then those times
-// handed on along calls without a timeout, smallest first, so that each
-// service is settled by the first time that reaches it. Relaxing every call
-// until nothing changed, as this once did, took a pass per service on a
-// chain declared from its end: 42 s for 20,000 services.
-func givenTimes(t *topology.Topology) map[string]time.Duration {
-	edges := func(name string, visit func(to string, timeout time.Duration)) {
-		for _, c := range t.Services[name].Calls {
-			visit(c.To, c.Timeout)
-			for _, f := range c.Fallback {
-				if f.To != "" {
-					visit(f.To, f.Timeout)
-				}
-			}
-		}
-	}
-	reached := map[string]bool{t.Entry: true}
-	stack := []string{t.Entry}
-	for len(stack) > 0 {
-		name := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		edges(name, func(to string, _ time.Duration) {
-			if !reached[to] {
-				reached[to] = true
-				stack = append(stack, to)
-			}
-		})
-	}
-	// Each reachable service's smallest timeout on a call into it.
-	start := map[string]time.Duration{t.Entry: t.Budget}
-	for _, name := range t.Names {
-		if !reached[name] {
-			continue
-		}
-		edges(name, func(to string, timeout time.Duration) {
-			if timeout == 0 || to == t.Entry {
-				return
-			}
-			if old, ok := start[to]; !ok || timeout < old {
-				start[to] = timeout
-			}
-		})
-	}
-	// Hand the times on, smallest first, in declaration order among equals.
-	names := make([]string, 0, len(start))
-	for _, name := range t.Names {
-		if _, ok := start[name]; ok {
-			names = append(names, name)
-		}
-	}
-	sort.SliceStable(names, func(i, j int) bool { return start[names[i]] < start[names[j]] })
-	given := make(map[string]time.Duration, len(reached))
-	for _, name := range names {
-		if _, ok := given[name]; ok {
-			continue
-		}
-		g := start[name]
-		given[name] = g
-		stack = append(stack[:0], name)
-		for len(stack) > 0 {
-			from := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			edges(from, func(to string, timeout time.Duration) {
-				if timeout != 0 || to == t.Entry {
-					return
-				}
-				if _, ok := given[to]; !ok {
-					given[to] = g
-					stack = append(stack, to)
-				}
-			})
-		}
-	}
-	return given
-}
-
-// typicalTail is how long a call to name typically takes at worst: its own
-// p99 plus its callees' typical tails, as if each were at its p99 at once (an
-// upper estimate). Calls on a cycle count once.
-func (a *auditor) typicalTail(name string) time.Duration {
-	if d, ok := a.tail[name]; ok {
-		return d
-	}
-	if a.onPath[name] {
-		return 0
-	}
-	a.onPath[name] = true
-	s := a.t.Services[name]
-	d := s.Latency.P99
-	for _, c := range s.Calls {
-		d = satAdd(d, a.typicalTail(c.To))
-	}
-	a.onPath[name] = false
-	a.tail[name] = d
-	return d
-}
-
-// worstCall is the longest a call can hold its caller: every attempt running
-// to its timeout, the backoffs between them, then every fallback. The
-// parser bounds the sum of a service's calls, so it does not overflow.
-func (a *auditor) worstCall(c topology.Call, given time.Duration) time.Duration {
-	return topology.WorstCall(c, given)
-}
-
-// largestTimeout is the largest whole-millisecond timeout t with
-// t + retries×(t + backoff) < limit, or 0 when there is none.
-func largestTimeout(limit time.Duration, retries int, backoff time.Duration) time.Duration {
-	room := limit - time.Duration(retries)*backoff
-	if room <= 0 {
-		return 0
-	}
-	t := (room / time.Duration(retries+1)).Truncate(time.Millisecond)
-	if time.Duration(retries+1)*t+time.Duration(retries)*backoff >= limit {
-		t -= time.Millisecond
-	}
-	return max(t, 0)
 }
 
 // joinArrows joins a path of names. strings.Join, not +=, which copied the

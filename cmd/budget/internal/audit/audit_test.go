@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/timebudget/budget/cmd/budget/internal/audit"
 	"github.com/timebudget/budget/cmd/budget/internal/topology"
@@ -26,12 +25,14 @@ func TestGolden(t *testing.T) {
 		{"clean", nil},
 		{"seed", []audit.Kind{audit.OverBudget, audit.Inverted}},
 		{"inverted", []audit.Kind{audit.Inverted}},
-		{"over-budget", []audit.Kind{audit.OverBudget}},
-		{"sequence", []audit.Kind{audit.Sequence}},
+		{"over-budget", []audit.Kind{audit.OverBudget, audit.OverBudget, audit.OverBudget}},
+		{"sequence", []audit.Kind{audit.Sequence, audit.Sequence}},
 		{"below-p99", []audit.Kind{audit.BelowP99}},
 		{"no-timeout", []audit.Kind{audit.NoTimeout}},
 		{"cycle", []audit.Kind{audit.Cycle}},
-		{"fallback", []audit.Kind{audit.OverBudget}},
+		{"fallback", []audit.Kind{audit.OverBudget, audit.OverBudget, audit.OverBudget, audit.OverBudget}},
+		{"shop", []audit.Kind{audit.Sequence, audit.Inverted}},
+		{"conflict", []audit.Kind{audit.Conflict}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -98,34 +99,23 @@ func golden(t *testing.T, path string, got []byte) {
 	}
 }
 
-// TestSuggestionsSatisfyTheInvariant applies the suggested timeouts and
-// audits again until nothing is found: a suggestion for a caller can make its
-// callee's call too long, so this takes as many rounds as the graph is deep.
+// TestSuggestionsSatisfyTheInvariant applies the suggested timeouts of each
+// file in testdata and audits again: one round leaves nothing to suggest.
+// It took as many rounds as the graph was deep when a suggestion for a
+// caller could make its callee's call too long.
 func TestSuggestionsSatisfyTheInvariant(t *testing.T) {
 	t.Parallel()
-	for _, file := range []string{"seed", "inverted"} {
-		data, err := os.ReadFile(filepath.Join("testdata", file+".yaml"))
+	for _, file := range []string{"seed", "inverted", "over-budget", "sequence", "below-p99", "no-timeout", "fallback", "shop", "conflict", "cycle", "clean"} {
+		path := filepath.Join("testdata", file+".yaml")
+		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		top, err := topology.Parse(file, data)
+		top, err := topology.Parse(path, data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rounds := 0
-		for rep := audit.Check(top); len(rep.Findings) > 0; rep = audit.Check(top) {
-			if rounds++; rounds > len(top.Names) {
-				t.Fatalf("%s: after %d rounds of suggestions:\n%v", file, rounds, rep.Findings)
-			}
-			for _, f := range rep.Findings {
-				calls := top.Services[f.Caller].Calls
-				for i := range calls {
-					if calls[i].To == f.Callee {
-						calls[i].Timeout = time.Duration(f.SuggestedTimeoutMs) * time.Millisecond
-					}
-				}
-			}
-		}
+		checkFixedPoint(t, string(data), top)
 	}
 }
 

@@ -3,118 +3,170 @@ package audit
 import (
 	"fmt"
 	"time"
-
-	"github.com/timebudget/budget/cmd/budget/internal/topology"
 )
 
-// checkService checks the calls of s, which is given the time given, and
-// returns how long they can take together in the worst case.
-func (a *auditor) checkService(s *topology.Service, given time.Duration, entry bool) time.Duration {
-	var total time.Duration
-	for _, c := range s.Calls {
-		total = satAdd(total, a.worstCall(c, given))
+// checkService checks the calls of name, which is given the time given,
+// by the rule of the package doc. It returns each call's timeout once the
+// suggestions are applied (0 for a call left without one) and how long the
+// calls can take together in the worst case as configured.
+func (a *auditor) checkService(name string, given time.Duration, entry bool) ([]time.Duration, time.Duration) {
+	items := a.items[name]
+	cur := make([]time.Duration, len(items))
+	floors := make([]time.Duration, len(items))
+	prefs := make([]time.Duration, len(items))
+	ok := make([]bool, len(items))
+	local := a.local[name]
+	worst, floorSum := local, local
+	allOK := true
+	for i, it := range items {
+		cur[i] = it.timeout
+		floors[i], prefs[i] = a.bounds(it.to)
+		// A preference larger than the time the caller is given is
+		// clamped to it; "never" is all of it.
+		prefs[i] = max(floors[i], min(prefs[i], given.Truncate(time.Millisecond)))
+		ok[i] = it.timeout > 0 && it.timeout >= floors[i]
+		allOK = allOK && ok[i]
+		worst = satAdd(worst, it.worst(effective(it.timeout, given)))
+		floorSum = satAdd(floorSum, it.worst(floors[i]))
 	}
-	var before time.Duration
-	for _, c := range s.Calls {
-		worst := a.worstCall(c, given)
-		reported := a.checkCall(s.Name, c.To, c.Timeout, c.Retries, c.Backoff, given, before, entry, c.Pos)
-		for _, f := range c.Fallback {
-			if f.To != "" {
-				reported = a.checkCall(s.Name, f.To, f.Timeout, 0, 0, given, before, entry, f.Pos) || reported
+	if allOK && worst < given {
+		return cur, worst
+	}
+	if floorSum >= given {
+		a.conflict(name, items, floors, local, floorSum, given, entry)
+		return cur, worst
+	}
+	// Each failing call at its preference, the others as they are.
+	next := make([]time.Duration, len(items))
+	sum := local
+	for i, it := range items {
+		next[i] = cur[i]
+		if !ok[i] {
+			next[i] = prefs[i]
+		}
+		sum = satAdd(sum, it.worst(next[i]))
+	}
+	if sum >= given {
+		// Every call the same fraction of the way from its floor to its
+		// preference, in whole milliseconds rounded down: the sum of
+		// attempts × (timeout - floor) stays within room.
+		room := int64((given - 1 - floorSum) / time.Millisecond)
+		var weight int64
+		for i, it := range items {
+			weight += it.attempts() * int64((prefs[i]-floors[i])/time.Millisecond)
+		}
+		for i := range items {
+			span := int64((prefs[i] - floors[i]) / time.Millisecond)
+			if room < weight {
+				span = room * span / weight
 			}
+			next[i] = floors[i] + time.Duration(span)*time.Millisecond
 		}
-		if !reported && before+worst >= given && before < given {
-			a.sequence(s.Name, c, worst, before, total, given, entry)
-		}
-		before = satAdd(before, worst)
 	}
-	return before
+	for i, it := range items {
+		if next[i] != cur[i] {
+			a.report(name, it, cur[i], next[i], floors[i], prefs[i], worst, given, entry)
+		}
+	}
+	return next, worst
 }
 
-// checkCall checks one call (or fallback call) on its own and reports
-// whether it found a problem of its timing.
-func (a *auditor) checkCall(caller, callee string, timeout time.Duration, retries int, backoff, given, before time.Duration, entry bool, pos topology.Pos) bool {
+// report adds the finding of one call whose timeout the rule changes from
+// cur to next.
+//
+// pref is the call's preference clamped to what the caller is given.
+func (a *auditor) report(caller string, it item, cur, next, floor, pref, worst, given time.Duration, entry bool) {
+	callee := it.to
+	givenTo := a.givenText(caller, given, entry)
+	var kind Kind
+	var msg string
 	tail := a.typicalTail(callee)
-	add := func(kind Kind, msg, sugg string, t time.Duration) {
-		a.findings = append(a.findings, Finding{Caller: caller, Callee: callee, Kind: kind, Message: msg,
-			Suggestion: sugg, SuggestedTimeoutMs: t.Milliseconds(), Line: pos.Line, Col: pos.Col})
-	}
-	givenTo := fmt.Sprintf("the %s %s is given", ms(given), caller)
-	if entry {
-		givenTo = fmt.Sprintf("the %s budget", ms(given))
-	}
-	if timeout == 0 {
-		largest := largestTimeout(given-before, retries, backoff)
-		t := largest
-		why := "the largest that fits " + givenTo
-		if before > 0 {
-			why += " after the calls before it"
-		}
-		if tail > 0 && satMul(3, tail) <= largest {
-			t, why = 3*tail, fmt.Sprintf("3× %s's p99 of %s", callee, ms(tail))
-		}
-		if t <= 0 {
-			add(NoTimeout, "no timeout: a slow "+callee+" holds "+caller+" for as long as it takes",
-				"a timeout and less time for the calls before it: "+ms(before)+" of "+ms(given)+" is already spent", 0)
-		} else {
-			add(NoTimeout, "no timeout: a slow "+callee+" holds "+caller+" for as long as it takes",
-				fmt.Sprintf("timeout %s (%s)", ms(t), why), t)
-		}
-		return true
-	}
-	reported := false
-	need := timeout + time.Duration(retries)*(timeout+backoff)
-	if need >= given {
-		kind := Inverted
-		msg := fmt.Sprintf("%s, not less than %s, so %s gives up while %s may still answer",
-			takes(timeout, retries, backoff), givenTo, caller, callee)
+	switch {
+	case cur == 0:
+		kind, msg = NoTimeout, "no timeout: a slow "+callee+" holds "+caller+" for as long as it takes"
+	case it.worst(cur) >= given:
+		kind = Inverted
+		msg = fmt.Sprintf("%s, not less than %s, so %s gives up while %s may still answer",
+			takes(cur, it.retries, it.backoff), givenTo, caller, callee)
 		if entry {
 			kind = OverBudget
-			msg = fmt.Sprintf("%s, not less than %s, so the user gives up first", takes(timeout, retries, backoff), givenTo)
+			msg = fmt.Sprintf("%s, not less than %s, so the user gives up first", takes(cur, it.retries, it.backoff), givenTo)
 		}
-		if t := largestTimeout(given, retries, backoff); t > 0 {
-			add(kind, msg, fmt.Sprintf("timeout %s (the largest that fits %s%s)", ms(t), givenTo, retryText(retries, backoff)), t)
-		} else {
-			t = largestTimeout(given, 0, 0)
-			add(kind, msg, fmt.Sprintf("retries 0 and timeout %s (no retry fits %s)", ms(t), givenTo), t)
+	case cur < floor && floor == ceilMs(tail):
+		kind = BelowP99
+		msg = fmt.Sprintf("%s timeout is below %s's p99 of %s (its own and its callees'), so more than 1%% of calls time out by design",
+			ms(cur), callee, ms(tail))
+	case cur < floor:
+		kind = BelowP99
+		msg = fmt.Sprintf("%s timeout is below the %s %s's own calls need one after another at their callees' p99s, retries counted, so more than 1%% of calls time out by design",
+			ms(cur), ms(floor), callee)
+	default:
+		kind = Sequence
+		if entry {
+			kind = OverBudget
 		}
-		reported = true
+		what := "this call"
+		if it.fallback {
+			what = "this fallback"
+		}
+		msg = fmt.Sprintf("the calls of %s one after another can take %s in the worst case (%s for %s), not less than %s",
+			caller, ms(worst), ms(it.worst(effective(cur, given))), what, givenTo)
 	}
-	if tail > 0 && timeout < tail {
-		// The parser bounds tail (MaxSum), so 2× fits; the retries may not.
-		lo := 2 * tail
-		fit := satAdd(satAdd(lo, satMul(int64(retries), satAdd(lo, backoff))), time.Millisecond)
-		sugg := fmt.Sprintf("timeout %s (2× p99)", ms(lo))
-		if fit > given {
-			sugg += fmt.Sprintf(", which needs %s given %s; or make %s faster", ms(fit), caller, callee)
-		}
-		add(BelowP99, fmt.Sprintf("%s timeout is below %s's p99 of %s (its own and its callees'), so more than 1%% of calls time out by design",
-			ms(timeout), callee, ms(tail)), sugg, lo)
+	var why string
+	_, unclamped := a.bounds(callee)
+	switch {
+	case next == floor && next < pref:
+		why = fmt.Sprintf("%s's floor: with %s's other calls nothing more fits %s", callee, caller, givenTo)
+	case next < pref:
+		why = fmt.Sprintf("from %s's floor of %s toward its preference, as far as %s's calls all fit %s", callee, ms(floor), caller, givenTo)
+	case unclamped == never:
+		why = fmt.Sprintf("all of %s: nothing is measured for %s", givenTo, callee)
+	case next < unclamped:
+		why = fmt.Sprintf("all of %s, less than 2× %s's p99", givenTo, callee)
+	case next == ceilMs(2*tail):
+		why = fmt.Sprintf("2× %s's p99 of %s", callee, ms(tail))
+	default:
+		why = fmt.Sprintf("what %s's own calls take at 2× their callees' p99s, retries counted", callee)
 	}
-	return reported
+	a.findings = append(a.findings, Finding{Caller: caller, Callee: callee, Kind: kind, Message: msg,
+		Suggestion: fmt.Sprintf("timeout %s (%s)", ms(next), why), SuggestedTimeoutMs: next.Milliseconds(),
+		Line: it.pos.Line, Col: it.pos.Col})
 }
 
-func (a *auditor) sequence(caller string, c topology.Call, worst, before, total, given time.Duration, entry bool) {
-	kind, whose := Sequence, fmt.Sprintf("the %s %s is given", ms(given), caller)
+// conflict reports, once, a service whose calls at their floors do not fit
+// the time it is given, on the call where their sum passes it.
+func (a *auditor) conflict(caller string, items []item, floors []time.Duration, local, floorSum, given time.Duration, entry bool) {
+	givenTo := a.givenText(caller, given, entry)
+	more := "more time for " + caller
 	if entry {
-		kind, whose = OverBudget, fmt.Sprintf("the %s budget", ms(given))
+		more = "a larger budget"
 	}
-	msg := fmt.Sprintf("the calls of %s up to this one can take %s in the worst case (%s before it, %s for it", caller, ms(before+worst), ms(before), ms(worst))
-	if len(c.Fallback) > 0 {
-		msg += " with its fallbacks"
+	at := items[len(items)-1]
+	sum := local
+	for i, it := range items {
+		if sum = satAdd(sum, it.worst(floors[i])); sum >= given {
+			at = it
+			break
+		}
 	}
-	msg += "), not less than " + whose
-	// Scale every call of the caller by the same factor, so that all of
-	// them fit; suggesting only what is left for this call would leave
-	// nothing for the calls after it.
-	scale := float64(given-time.Millisecond) / float64(total)
-	t := time.Duration(float64(effective(c.Timeout, given)) * scale).Truncate(time.Millisecond)
-	sugg := fmt.Sprintf("timeout %s, with every call of %s scaled by the same %.2f (%s of calls into %s)", ms(t), caller, scale, ms(total), ms(given))
-	if t <= 0 {
-		sugg, t = "fewer calls, retries or fallbacks on this path", 0
+	a.findings = append(a.findings, Finding{Caller: caller, Callee: at.to, Kind: Conflict,
+		Message: fmt.Sprintf("the calls of %s one after another need %s at their floors (each callee's p99 with its callees', retries, backoff and fallbacks counted), not less than %s, so no timeouts fit both",
+			caller, ms(floorSum), givenTo),
+		Suggestion: more + ", fewer calls or retries, or faster callees",
+		Line:       at.pos.Line, Col: at.pos.Col})
+}
+
+// givenText names the time caller is given: the budget for the entry, or
+// the time it is given once the suggestions are applied, with the time it
+// is given now when that differs.
+func (a *auditor) givenText(caller string, given time.Duration, entry bool) string {
+	switch now := a.now[caller]; {
+	case entry:
+		return fmt.Sprintf("the %s budget", ms(given))
+	case now != given:
+		return fmt.Sprintf("the %s %s is given with the suggested timeouts (%s now)", ms(given), caller, ms(now))
 	}
-	a.findings = append(a.findings, Finding{Caller: caller, Callee: c.To, Kind: kind, Message: msg,
-		Suggestion: sugg, SuggestedTimeoutMs: t.Milliseconds(), Line: c.Pos.Line, Col: c.Pos.Col})
+	return fmt.Sprintf("the %s %s is given", ms(given), caller)
 }
 
 func effective(timeout, given time.Duration) time.Duration {
