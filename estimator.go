@@ -56,7 +56,17 @@ func bucketBounds(i int) (lo, hi time.Duration) {
 // operator) moves no window and no probe interval, because every time is
 // turned into an offset from this reading with time.Time.Sub, which uses the
 // monotonic clock when both times carry a reading, as time.Now's do.
-var processStart = time.Now()
+//
+// It is the last whole hour of the wall clock (UTC) before the process
+// started, its monotonic reading moved back with it, so that times carrying
+// no monotonic reading, such as the virtual times budget sim makes with
+// time.Date and Add, fall in the same windows in every process for every
+// window length that divides an hour: a seeded simulation then decides the
+// same way in every run, not only within one process.
+var processStart = func() time.Time {
+	now := time.Now()
+	return now.Add(-time.Duration(now.UnixNano() % int64(time.Hour)))
+}()
 
 // monoBase keeps offsets positive for any time after 1880, so zero can stand
 // for "never" in every field that holds one (window epochs included).
