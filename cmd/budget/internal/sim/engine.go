@@ -117,19 +117,21 @@ func newEngine(m *model, cfg Config, p Pattern) *engine {
 	}
 	if p == Admission {
 		e.ops = make([]budget.Op, len(m.ops))
-		for i, o := range m.ops {
-			e.ops[i] = newOp(m, cfg.Seed, i, o)
+		for i := range e.ops {
+			setUp(&e.ops[i], m, cfg.Seed, i)
 		}
 	}
 	return e
 }
 
-// newOp returns the budget.Op of dependency i: named after the callee,
-// with the callee's prior, and a random source of its own, so that the
-// run is the same for a seed.
-func newOp(m *model, seed uint64, i int, o opInfo) budget.Op {
-	return budget.Op{Name: m.names[o.callee], Prior: time.Duration(m.svcs[o.callee].prior),
-		Rand: rand.NewPCG(seed, uint64(i)+1)}
+// setUp configures op as the budget.Op of dependency i, as a user would:
+// named after the callee, with the callee's prior, every other field at
+// its default, and a random source of its own, so that the run is the
+// same for a seed.
+func setUp(op *budget.Op, m *model, seed uint64, i int) {
+	callee := m.ops[i].callee
+	op.Name, op.Prior = m.names[callee], time.Duration(m.svcs[callee].prior)
+	op.Rand = rand.NewPCG(seed, uint64(i)+1)
 }
 
 // origin is virtual time zero as the ops see it: a time with no monotonic
