@@ -413,16 +413,17 @@ func (d *Distribution) fill(u, c *[nBuckets]float64, lo, hi int) {
 	}
 	// Kaplan–Meier: censored samples stay at risk through their own bucket.
 	surv := 1.0
+	if hi >= lo {
+		d.cdf = make([]float64, hi-lo+1)
+	}
 	for i := lo; i <= hi; i++ {
 		if atRisk > 1e-9 && u[i] > 0 {
 			surv *= max(0, 1-u[i]/atRisk)
 		}
-		d.cdf[i] = 1 - surv
+		d.cdf[i-lo] = 1 - surv
 		atRisk -= u[i] + c[i]
 	}
-	for i := max(hi+1, 0); i < nBuckets; i++ {
-		d.cdf[i] = 1 - surv
-	}
+	d.last = 1 - surv
 	d.p50, _ = d.quantile(0.5)
 	d.p99, _ = d.quantile(0.99)
 }
@@ -447,7 +448,23 @@ type Distribution struct {
 	top                      int // highest bucket holding any sample
 	lo, hi                   int // the buckets the samples were counted in, within; hi < lo for none
 	cached                   atomic.Pointer[quantileMemo]
-	cdf                      [nBuckets]float64 // P(latency < upper bound of bucket i)
+	// cdf[i-lo] is P(latency < upper bound of bucket i) for buckets lo to
+	// hi; below them it is 0, above them last. Only the buckets holding
+	// samples are kept, so that a snapshot costs a few hundred bytes, not
+	// the 4 KB of every bucket.
+	cdf  []float64
+	last float64
+}
+
+// cdfAt returns P(latency < upper bound of bucket i).
+func (d *Distribution) cdfAt(i int) float64 {
+	if k := i - d.lo; k >= 0 && k < len(d.cdf) {
+		return d.cdf[k]
+	}
+	if i < d.lo {
+		return 0
+	}
+	return d.last
 }
 
 // Count returns the number of samples in the snapshot, censored ones
@@ -479,15 +496,15 @@ func (d *Distribution) CDF(t time.Duration) float64 {
 	}
 	i := bucketOf(t)
 	lo, hi := bucketBounds(i)
-	below := 0.0
+	below, at := 0.0, d.cdfAt(i)
 	if i > 0 {
-		below = d.cdf[i-1]
+		below = d.cdfAt(i - 1)
 	}
 	if i == nBuckets-1 {
-		return d.cdf[i]
+		return at
 	}
 	frac := float64(t-lo) / float64(hi-lo)
-	return below + (d.cdf[i]-below)*frac
+	return below + (at-below)*frac
 }
 
 // Known reports whether the samples say anything about finishing within t:
@@ -530,16 +547,16 @@ func (d *Distribution) quantile(q float64) (time.Duration, bool) {
 	// Below lo the estimate is zero and above hi it is flat: neither holds
 	// the bucket sought, which must rise above the one below it.
 	for i := max(d.lo, 0); i <= d.hi; i++ {
-		below := 0.0
+		below, at := 0.0, d.cdfAt(i)
 		if i > 0 {
-			below = d.cdf[i-1]
+			below = d.cdfAt(i - 1)
 		}
-		if d.cdf[i] >= q && d.cdf[i] > below {
+		if at >= q && at > below {
 			lo, hi := bucketBounds(i)
 			if i == nBuckets-1 {
 				return lo, true
 			}
-			frac := (q - below) / (d.cdf[i] - below)
+			frac := (q - below) / (at - below)
 			return lo + time.Duration(frac*float64(hi-lo)), true
 		}
 	}
