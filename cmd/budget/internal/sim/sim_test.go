@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/timebudget/budget/cmd/budget/internal/sim"
 	"github.com/timebudget/budget/cmd/budget/internal/topology"
@@ -52,9 +53,13 @@ func TestDeterministic(t *testing.T) {
 func TestDeterministicAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	run := func() string {
+		// An open loop of 10 requests a second against a geometry that
+		// fails half its calls: throttling's and the estimate's windows
+		// turn between calls, so a shift of them shows (with windows
+		// counted from when the process started, this differed).
 		top := load(t, "testdata/geo.yaml")
-		res, err := sim.Run(top, sim.Config{Requests: 3000, Concurrency: 30, Seed: 5,
-			Faults: []sim.Fault{{Service: "geometry", Kind: sim.Fail, P: 0.6}}})
+		res, err := sim.Run(top, sim.Config{Requests: 600, Rate: 10, Seed: 5,
+			Faults: []sim.Fault{{Service: "geometry", Kind: sim.Fail, P: 0.5}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,6 +69,9 @@ func TestDeterministicAcrossProcesses(t *testing.T) {
 		fmt.Print("RESULT " + run() + "\n")
 		return
 	}
+	// The child starts a good part of a one-second window after this
+	// process did, so windows counted from a process's start would differ.
+	time.Sleep(300 * time.Millisecond)
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestDeterministicAcrossProcesses$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "SIM_DETERMINISM_CHILD=1")
 	out, err := cmd.Output()
