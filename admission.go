@@ -56,6 +56,10 @@ type Admission struct {
 	// Measured reports whether the decision came from measurements rather
 	// than the prior.
 	Measured bool
+	// Cap bounds the admitted attempt on top of Available: the op's Cap,
+	// or for a probe the time a probe needs to tell (see [Op]) when that
+	// is less. Zero means no bound but Available.
+	Cap time.Duration
 
 	throttled bool // refused by error-rate throttling, not for lack of time
 }
@@ -115,7 +119,7 @@ func (o *Op) AdmitAt(now time.Time, available time.Duration) Admission {
 }
 
 func (o *Op) decide(m int64, available time.Duration) Admission {
-	dec := Admission{Available: available, Probability: 1, Admit: true}
+	dec := Admission{Available: available, Probability: 1, Admit: true, Cap: max(o.Cap, 0)}
 	if available <= 0 || available <= o.MinUseful {
 		dec.Admit, dec.Probability = false, 0
 		return dec
@@ -234,9 +238,8 @@ func (o *Op) admit(m int64, available time.Duration) Admission {
 	if available < floor {
 		return dec
 	}
-	if s := o.adm.share.Load(); s > 0 && rand.Uint32N(rampFull) < s {
-		dec.Admit, dec.Probe = true, true
-		return dec
+	if s := o.adm.share.Load(); s > 0 && o.randN(rampFull) < s {
+		return o.asProbe(dec, floor)
 	}
 	last := o.adm.lastProbe.Load()
 	if last == 0 {
@@ -249,9 +252,36 @@ func (o *Op) admit(m int64, available time.Duration) Admission {
 	}
 	if m-last >= o.probeGap() && o.adm.lastProbe.CompareAndSwap(last, m) {
 		o.adm.refused.Store(0)
-		dec.Admit, dec.Probe = true, true
+		return o.asProbe(dec, floor)
 	}
 	return dec
+}
+
+// asProbe admits dec as a probe, capped at floor, the time a probe needs.
+func (o *Op) asProbe(dec Admission, floor time.Duration) Admission {
+	dec.Admit, dec.Probe = true, true
+	if floor > 0 && (dec.Cap == 0 || floor < dec.Cap) {
+		dec.Cap = floor
+	}
+	return dec
+}
+
+// randN returns a random number in [0, n) from the op's Rand, or from the
+// global source when it has none.
+func (o *Op) randN(n uint32) uint32 {
+	if o.Rand == nil {
+		return rand.Uint32N(n)
+	}
+	return uint32((o.Rand.Uint64() >> 32) * uint64(n) >> 32)
+}
+
+// randFloat returns a random number in [0, 1) from the op's Rand, or from
+// the global source when it has none.
+func (o *Op) randFloat() float64 {
+	if o.Rand == nil {
+		return rand.Float64()
+	}
+	return float64(o.Rand.Uint64()>>11) / (1 << 53)
 }
 
 // probeFloor is the least time a probe needs to show that the dependency is
@@ -402,7 +432,7 @@ func (o *Op) throttled(m int64) bool {
 	if req < throttleMin || p <= 0 || math.IsNaN(p) {
 		return false
 	}
-	if rand.Float64() >= p {
+	if o.randFloat() >= p {
 		return false
 	}
 	o.throttleSlot(m).counts.Add(oneRequest)

@@ -60,9 +60,14 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 	ctx = budget.WithReserve(ctx, time.Millisecond)
 	var e budget.Estimator
 	cases := map[string]func(){
-		"Remaining":                func() { budget.Remaining(ctx) },
-		"Available":                func() { budget.Available(ctx) },
-		"Admit":                    func() { op.Admit(ctx) },
+		"Remaining": func() { budget.Remaining(ctx) },
+		"Available": func() { budget.Available(ctx) },
+		"Admit":     func() { op.Admit(ctx) },
+		"BeginAt and EndAt": func() {
+			now := time.Now()
+			dec := op.BeginAt(now, time.Hour)
+			op.EndAt(now, now.Add(time.Millisecond), budget.OutcomeOK, dec.Probe)
+		},
 		"Estimator.Record":         func() { e.Record(3 * time.Millisecond) },
 		"Estimator.RecordCensored": func() { e.RecordCensored(3 * time.Millisecond) },
 	}

@@ -32,7 +32,7 @@ func rootPackage(t *testing.T) (*token.FileSet, []*ast.File) {
 	return fset, files
 }
 
-// The root package stays small enough to hold in one's head: at most 132
+// The root package stays small enough to hold in one's head: at most 134
 // exported names (types, functions, methods, constants and variables, as
 // go doc -all lists them; struct fields are not counted). Adding a name
 // means taking one away, or raising this bound in a change that says why.
@@ -69,7 +69,11 @@ func TestExportedNamesStayFew(t *testing.T) {
 			names = append(names, ty.Name+"."+m.Name)
 		}
 	}
-	const limit = 132 // 130, Read's Reading (the one reading adapters take), and RedactError
+	// 130, Read's Reading (the one reading adapters take), RedactError, and
+	// Op.BeginAt and Op.EndAt: an attempt's admission and end on a clock of
+	// the caller's, which budget sim (another module) needs to drive a real
+	// Op on virtual time rather than a model of one.
+	const limit = 134
 	if len(names) > limit {
 		t.Errorf("the root package exports %d names, more than %d:\n%s", len(names), limit, strings.Join(names, " "))
 	}

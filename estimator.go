@@ -56,7 +56,17 @@ func bucketBounds(i int) (lo, hi time.Duration) {
 // operator) moves no window and no probe interval, because every time is
 // turned into an offset from this reading with time.Time.Sub, which uses the
 // monotonic clock when both times carry a reading, as time.Now's do.
-var processStart = time.Now()
+//
+// It is the last whole hour of the wall clock (UTC) before the process
+// started, its monotonic reading moved back with it, so that times carrying
+// no monotonic reading, such as the virtual times budget sim makes with
+// time.Date and Add, fall in the same windows in every process for every
+// window length that divides an hour: a seeded simulation then decides the
+// same way in every run, not only within one process.
+var processStart = func() time.Time {
+	now := time.Now()
+	return now.Add(-time.Duration(now.UnixNano() % int64(time.Hour)))
+}()
 
 // monoBase keeps offsets positive for any time after 1880, so zero can stand
 // for "never" in every field that holds one (window epochs included).
@@ -76,9 +86,42 @@ func floorDiv(a, b int64) int64 {
 }
 
 type window struct {
-	epoch    atomic.Int64
-	counts   [nBuckets]atomic.Uint32 // completed samples
-	censored [nBuckets]atomic.Uint32 // attempts that timed out: they took at least this long
+	epoch atomic.Int64
+	// hiP1 and loInv bound the buckets holding samples, so that an estimate
+	// scans those rather than all nBuckets: the highest one's index plus
+	// one, and nBuckets less the lowest one's; zero while the window is
+	// empty, so the zero window is empty.
+	hiP1, loInv atomic.Int32
+	counts      [nBuckets]atomic.Uint32 // completed samples
+	censored    [nBuckets]atomic.Uint32 // attempts that timed out: they took at least this long
+}
+
+// widen makes the window's bounds cover bucket i. Under steady recording
+// they already do, and it costs two loads.
+func (w *window) widen(i int) {
+	hi, lo := int32(i+1), int32(nBuckets-i)
+	for h := w.hiP1.Load(); hi > h && !w.hiP1.CompareAndSwap(h, hi); h = w.hiP1.Load() {
+	}
+	for l := w.loInv.Load(); lo > l && !w.loInv.CompareAndSwap(l, lo); l = w.loInv.Load() {
+	}
+}
+
+// bounds returns the lowest and highest buckets that may hold samples; hi
+// is below lo when the window is empty.
+func (w *window) bounds() (lo, hi int) {
+	h := int(w.hiP1.Load())
+	if h == 0 {
+		return 0, -1
+	}
+	return nBuckets - int(w.loInv.Load()), h - 1
+}
+
+// clearBounds empties the window's bounds, before its counts are cleared:
+// a sample recorded meanwhile either widens them afterwards or has its
+// count cleared too.
+func (w *window) clearBounds() {
+	w.hiP1.Store(0)
+	w.loInv.Store(0)
 }
 
 // recentSize is how many of the latest samples an estimator keeps beside its
@@ -181,6 +224,7 @@ func (e *Estimator) record(m int64, d time.Duration, censored bool) {
 	} else {
 		n = slot.counts[i].Add(1)
 	}
+	slot.widen(i)
 	// Keep the sample among the latest too, unless its bucket of the
 	// current window already holds more than recentSize samples: the
 	// windows then hold plenty, and the shared index is left alone.
@@ -206,6 +250,7 @@ func (e *Estimator) rotate(slot *window, cur, ep int64) bool {
 		return false
 	}
 	if slot.epoch.CompareAndSwap(cur, ep) {
+		slot.clearBounds()
 		for i := range slot.counts {
 			slot.counts[i].Store(0)
 			slot.censored[i].Store(0)
@@ -223,6 +268,7 @@ func (e *Estimator) Reset() {
 	}
 	for s := range e.slots {
 		e.slots[s].epoch.Store(math.MinInt64)
+		e.slots[s].clearBounds()
 		for i := range e.slots[s].counts {
 			e.slots[s].counts[i].Store(0)
 			e.slots[s].censored[i].Store(0)
@@ -272,10 +318,10 @@ func (e *Estimator) distribution(m int64, min int) *Distribution {
 
 // compute builds the distribution at offset m: from the windows when they
 // hold at least min samples, from the latest min samples otherwise.
-func (e *Estimator) compute(m int64, min int) *Distribution {
+func (e *Estimator) compute(m int64, want int) *Distribution {
 	w := e.window()
 	ep := floorDiv(m, w)
-	d := &Distribution{at: m, min: min, softUntil: m + w/1000}
+	d := &Distribution{at: m, min: want, softUntil: m + w/1000}
 	// A snapshot expires after 1/64 of a window, and when the window turns
 	// (the oldest samples stop counting), whichever comes first.
 	d.hardUntil = m + min64(w/64, (ep+1)*w-m)
@@ -284,6 +330,7 @@ func (e *Estimator) compute(m int64, min int) *Distribution {
 	prevWeight := 1 - float64(m-ep*w)/float64(w)
 	var u, c [nBuckets]float64
 	total := 0.0
+	lo, hi := nBuckets, -1 // the buckets holding samples, within
 	for s := range e.slots {
 		slot := &e.slots[s]
 		weight := 1.0
@@ -294,23 +341,27 @@ func (e *Estimator) compute(m int64, min int) *Distribution {
 		default:
 			continue
 		}
-		for i := range u {
+		slo, shi := slot.bounds()
+		for i := slo; i <= shi; i++ {
 			u[i] += weight * float64(slot.counts[i].Load())
 			c[i] += weight * float64(slot.censored[i].Load())
 		}
+		lo, hi = min(lo, slo), max(hi, shi)
 	}
-	for i := range u {
+	for i := lo; i <= hi; i++ {
 		total += u[i] + c[i]
 	}
-	if total < float64(min) {
-		u, c = e.latest(min)
+	if total < float64(want) {
+		u, c, lo, hi = e.latest(want)
 	}
-	d.fill(&u, &c)
+	d.fill(&u, &c, lo, hi)
 	return d
 }
 
-// latest returns the latest n samples (at most recentSize) as bucket counts.
-func (e *Estimator) latest(n int) (u, c [nBuckets]float64) {
+// latest returns the latest n samples (at most recentSize) as bucket counts,
+// and the lowest and highest buckets holding them (hi < lo for none).
+func (e *Estimator) latest(n int) (u, c [nBuckets]float64, lo, hi int) {
+	lo, hi = nBuckets, -1
 	n = min(n, recentSize)
 	next := e.recentNext.Load()
 	for k := range uint64(n) {
@@ -322,21 +373,25 @@ func (e *Estimator) latest(n int) (u, c [nBuckets]float64) {
 			continue // cleared by Reset
 		}
 		i := bucketOf(time.Duration(enc >> 1))
+		lo, hi = min(lo, i), max(hi, i)
 		if enc&1 == 1 {
 			c[i]++
 		} else {
 			u[i]++
 		}
 	}
-	return u, c
+	return u, c, lo, hi
 }
 
 // fill computes the Kaplan–Meier estimate from completed (u) and censored (c)
-// counts per bucket, and where it stops being known.
-func (d *Distribution) fill(u, c *[nBuckets]float64) {
+// counts per bucket, all of them in buckets lo to hi, and where it stops
+// being known. Outside lo to hi the counts are zero, so the estimate is
+// flat there: zero below lo (as allocated), its value at hi above hi.
+func (d *Distribution) fill(u, c *[nBuckets]float64, lo, hi int) {
+	d.lo, d.hi = lo, hi
 	var atRisk, censored float64
 	lastDone, lastCut := -1, -1
-	for i := range u {
+	for i := lo; i <= hi; i++ {
 		atRisk += u[i] + c[i]
 		censored += c[i]
 		if u[i]+c[i] > 0 {
@@ -358,13 +413,17 @@ func (d *Distribution) fill(u, c *[nBuckets]float64) {
 	}
 	// Kaplan–Meier: censored samples stay at risk through their own bucket.
 	surv := 1.0
-	for i := range u {
+	if hi >= lo {
+		d.cdf = make([]float64, hi-lo+1)
+	}
+	for i := lo; i <= hi; i++ {
 		if atRisk > 1e-9 && u[i] > 0 {
 			surv *= max(0, 1-u[i]/atRisk)
 		}
-		d.cdf[i] = 1 - surv
+		d.cdf[i-lo] = 1 - surv
 		atRisk -= u[i] + c[i]
 	}
+	d.last = 1 - surv
 	d.p50, _ = d.quantile(0.5)
 	d.p99, _ = d.quantile(0.99)
 }
@@ -387,8 +446,25 @@ type Distribution struct {
 	censored                 int
 	p50, p99                 time.Duration
 	top                      int // highest bucket holding any sample
+	lo, hi                   int // the buckets the samples were counted in, within; hi < lo for none
 	cached                   atomic.Pointer[quantileMemo]
-	cdf                      [nBuckets]float64 // P(latency < upper bound of bucket i)
+	// cdf[i-lo] is P(latency < upper bound of bucket i) for buckets lo to
+	// hi; below them it is 0, above them last. Only the buckets holding
+	// samples are kept, so that a snapshot costs a few hundred bytes, not
+	// the 4 KB of every bucket.
+	cdf  []float64
+	last float64
+}
+
+// cdfAt returns P(latency < upper bound of bucket i).
+func (d *Distribution) cdfAt(i int) float64 {
+	if k := i - d.lo; k >= 0 && k < len(d.cdf) {
+		return d.cdf[k]
+	}
+	if i < d.lo {
+		return 0
+	}
+	return d.last
 }
 
 // Count returns the number of samples in the snapshot, censored ones
@@ -420,15 +496,15 @@ func (d *Distribution) CDF(t time.Duration) float64 {
 	}
 	i := bucketOf(t)
 	lo, hi := bucketBounds(i)
-	below := 0.0
+	below, at := 0.0, d.cdfAt(i)
 	if i > 0 {
-		below = d.cdf[i-1]
+		below = d.cdfAt(i - 1)
 	}
 	if i == nBuckets-1 {
-		return d.cdf[i]
+		return at
 	}
 	frac := float64(t-lo) / float64(hi-lo)
-	return below + (d.cdf[i]-below)*frac
+	return below + (at-below)*frac
 }
 
 // Known reports whether the samples say anything about finishing within t:
@@ -468,17 +544,19 @@ func (d *Distribution) quantile(q float64) (time.Duration, bool) {
 		return 0, false
 	}
 	q = min(max(q, 0), 1)
-	for i := range d.cdf {
-		below := 0.0
+	// Below lo the estimate is zero and above hi it is flat: neither holds
+	// the bucket sought, which must rise above the one below it.
+	for i := max(d.lo, 0); i <= d.hi; i++ {
+		below, at := 0.0, d.cdfAt(i)
 		if i > 0 {
-			below = d.cdf[i-1]
+			below = d.cdfAt(i - 1)
 		}
-		if d.cdf[i] >= q && d.cdf[i] > below {
+		if at >= q && at > below {
 			lo, hi := bucketBounds(i)
 			if i == nBuckets-1 {
 				return lo, true
 			}
-			frac := (q - below) / (d.cdf[i] - below)
+			frac := (q - below) / (at - below)
 			return lo + time.Duration(frac*float64(hi-lo)), true
 		}
 	}

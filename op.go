@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 )
 
@@ -13,8 +14,9 @@ import (
 // The zero value (with a Name) is usable: it admits every attempt until it
 // has 5 measurements, then requires an even chance of finishing. An Op must
 // not be copied after first use and is safe for concurrent use. A nil *Op
-// runs nothing: Do returns an error matching [ErrMisconfigured], Admit and
-// AdmitAt refuse, and SuggestedTimeout is zero.
+// runs nothing: Do returns an error matching [ErrMisconfigured], Admit,
+// AdmitAt and BeginAt refuse, EndAt records nothing, and SuggestedTimeout
+// is zero.
 //
 // How an Op learns, with the numbers of the zero value:
 //
@@ -107,6 +109,14 @@ type Op struct {
 	// latency, and calling it forever wastes the budget of every request.
 	Throttle float64
 
+	// Rand, when not nil, is the source of the op's random draws: which
+	// calls error-rate throttling refuses, and which refused calls a
+	// recovering op readmits. Nil means math/rand/v2's global source. A
+	// Source that is not safe for concurrent use makes the op unsafe for
+	// it too: set one where the op is driven from one goroutine, as budget
+	// sim drives it, so that a seed makes its decisions repeatable.
+	Rand rand.Source
+
 	// Observer, when not nil, receives this op's events in addition to the
 	// budget's own observer.
 	Observer Observer
@@ -191,7 +201,7 @@ func (o *Op) run(ctx context.Context, ro runOpts, fn func(ctx context.Context) e
 	}
 	var dec Admission
 	if ro.lastChance {
-		dec = Admission{Available: r.available, Probability: 1, Admit: r.available > 0 && r.available > o.MinUseful}
+		dec = Admission{Available: r.available, Probability: 1, Admit: r.available > 0 && r.available > o.MinUseful, Cap: max(o.Cap, 0)}
 	} else {
 		dec = o.admit(mono(r.now), r.available)
 	}
@@ -208,11 +218,8 @@ func (o *Op) run(ctx context.Context, ro runOpts, fn func(ctx context.Context) e
 // ended.
 func (o *Op) execute(ctx context.Context, r reading, dec Admission, ro runOpts, fn func(ctx context.Context) error) error {
 	limit, cause := r.available, ErrExpired
-	if o.Cap > 0 && o.Cap < limit {
-		limit, cause = o.Cap, ErrAttemptCap
-	}
-	if floor := o.probeFloor(); dec.Probe && floor > 0 && floor < limit {
-		limit, cause = floor, ErrAttemptCap // a probe needs no more to tell
+	if dec.Cap > 0 && dec.Cap < limit {
+		limit, cause = dec.Cap, ErrAttemptCap // a probe's included: it needs no more to tell
 	}
 	o.started(mono(r.now))
 	var actx context.Context
@@ -227,14 +234,7 @@ func (o *Op) execute(ctx context.Context, r reading, dec Admission, ro runOpts, 
 	elapsed := end.Sub(r.now)
 	outcome := classify(actx, err, o.Expired)
 	cancel()
-	start, stop := mono(r.now), mono(end)
-	switch outcome {
-	case OutcomeOK:
-		o.Estimator.record(stop, elapsed, false)
-	case OutcomeExpired:
-		o.Estimator.record(stop, elapsed, true)
-	}
-	o.learn(start, stop, outcome, dec.Probe)
+	o.ended(mono(r.now), mono(end), elapsed, outcome, dec.Probe)
 	kind := ro.kind
 	if kind == 0 {
 		kind = EventAttempt
@@ -245,4 +245,52 @@ func (o *Op) execute(ctx context.Context, r reading, dec Admission, ro runOpts, 
 		return &Error{Stage: o.Name, Outcome: OutcomeExpired, Remaining: r.available - elapsed, Budget: r.st.budget(), Err: err}
 	}
 	return err
+}
+
+// BeginAt is the admission an attempt of the op passes in [Op.Do], at now
+// with available time left (remaining less reserve): the estimate, the
+// stall check, probes and error-rate throttling. When it admits, the
+// attempt counts as started, its Cap bounds it (a probe's shorter time
+// included), and its end must be reported with [Op.EndAt]. Do and [Call]
+// do all of this themselves; BeginAt and EndAt are for attempts run on a
+// clock of their own, as budget sim runs them on virtual time, so that what
+// they decide is what the op decides. BeginAt emits no events and
+// allocates nothing.
+func (o *Op) BeginAt(now time.Time, available time.Duration) Admission {
+	if o == nil {
+		return Admission{Available: available}
+	}
+	m := mono(now)
+	dec := o.admit(m, available)
+	if dec.Admit {
+		o.started(m)
+	}
+	return dec
+}
+
+// EndAt records the end, at end, of an attempt that [Op.BeginAt] admitted
+// at start, as Do records the attempts it runs: a completed attempt
+// (OutcomeOK) as a latency sample, one cut off by its deadline or Cap
+// (OutcomeExpired) as a censored sample, and every outcome in the op's
+// stall, probe and throttling state. probe is the admission's Probe. An
+// attempt its caller abandoned is OutcomeCanceled and says nothing of the
+// dependency's latency; one that failed for another reason is
+// OutcomeFailed. EndAt emits no events and allocates nothing.
+func (o *Op) EndAt(start, end time.Time, outcome Outcome, probe bool) {
+	if o == nil {
+		return
+	}
+	o.ended(mono(start), mono(end), end.Sub(start), outcome, probe)
+}
+
+// ended records an attempt that ran from offset start to offset stop,
+// elapsed long, and ended with outcome.
+func (o *Op) ended(start, stop int64, elapsed time.Duration, outcome Outcome, probe bool) {
+	switch outcome {
+	case OutcomeOK:
+		o.Estimator.record(stop, elapsed, false)
+	case OutcomeExpired:
+		o.Estimator.record(stop, elapsed, true)
+	}
+	o.learn(start, stop, outcome, probe)
 }

@@ -24,8 +24,9 @@ virtual time, with the same traffic and faults under four patterns:
 	shared deadline       one deadline from the entry's budget; each attempt
 	                      gets min(timeout, time left) and the callee stops at it
 	deadline + admission  the same, and an attempt is refused before it starts
-	                      when the time left is below what the callee needs by
-	                      the caller's measurements; fallbacks keep their time
+	                      by the caller's budget.Op for the callee (the
+	                      library's own admission, on virtual time); fallbacks
+	                      keep their time
 	no timeout            none; the user gives up at 3× the budget
 
 Each service takes a worker from its pool (workers in FILE, default 200) for

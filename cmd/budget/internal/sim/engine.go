@@ -1,6 +1,11 @@
 package sim
 
-import "math/rand/v2"
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/timebudget/budget"
+)
 
 // state of an invocation.
 const (
@@ -23,6 +28,7 @@ type inv struct {
 	attempt  int16
 	state    uint8
 	gone     bool   // the caller stopped waiting
+	probe    bool   // the current attempt is its op's probe
 	holds    bool   // holds a worker
 	gen      uint64 // the slot's generation, bumped at each reuse
 	tok      uint64 // matches the one event the invocation waits for
@@ -57,8 +63,13 @@ type engine struct {
 	invs  []inv
 	free  []int32
 	pools []pool
-	ests  []estimator
-	tok   uint64
+	// ops are the dependencies' budget.Op in the admission pattern, one
+	// per model.ops entry; nil in the others.
+	ops []budget.Op
+	tok uint64
+	// trace, when not nil, is told every admission and every end of an
+	// attempt the ops see (tests check sim against a standalone Op).
+	trace func(step)
 
 	// requests
 	arrive  []int64
@@ -93,7 +104,6 @@ func newEngine(m *model, cfg Config, p Pattern) *engine {
 	e := &engine{m: m, cfg: cfg, pat: p,
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
 		pools:   make([]pool, m.pools),
-		ests:    make([]estimator, len(m.svcs)),
 		arrive:  make([]int64, cfg.Requests),
 		entryOf: make([]int32, cfg.Requests),
 		done:    make([]bool, cfg.Requests),
@@ -105,10 +115,68 @@ func newEngine(m *model, cfg Config, p Pattern) *engine {
 	for i := range e.pools {
 		e.pools[i].free = m.poolSize[i]
 	}
-	for i := range e.ests {
-		e.ests[i].prior = m.svcs[i].prior
+	if p == Admission {
+		e.ops = make([]budget.Op, len(m.ops))
+		for i := range e.ops {
+			setUp(&e.ops[i], m, cfg.Seed, i)
+		}
 	}
 	return e
+}
+
+// setUp configures op as the budget.Op of dependency i, as a user would:
+// named after the callee, with the callee's prior, every other field at
+// its default, and a random source of its own, so that the run is the
+// same for a seed.
+func setUp(op *budget.Op, m *model, seed uint64, i int) {
+	callee := m.ops[i].callee
+	op.Name, op.Prior = m.names[callee], time.Duration(m.svcs[callee].prior)
+	op.Rand = rand.NewPCG(seed, uint64(i)+1)
+}
+
+// origin is virtual time zero as the ops see it: a time with no monotonic
+// reading, on a whole hour, so that their windows fall the same way in
+// every process (see the root package's processStart).
+var origin = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// at returns virtual time v as a time.Time for the ops.
+func at(v int64) time.Time { return origin.Add(time.Duration(v)) }
+
+// step is one admission (begin) or end of an attempt, as an op saw it.
+type step struct {
+	op         int32
+	begin      bool
+	now, start int64 // virtual ns: the admission or end; the attempt's start
+	available  int64 // for an admission
+	admitted   bool  // for an admission: whether the attempt started
+	probe      bool
+	outcome    budget.Outcome // for an end
+}
+
+// admit asks dependency op whether x's attempt may start with left ns
+// available, and reports whether it may and the bound it gets beyond left
+// (a probe's; 0 for none).
+func (e *engine) admit(x *inv, op int32, left int64) (ok bool, bound int64) {
+	dec := e.ops[op].BeginAt(at(e.now), time.Duration(left))
+	x.probe = dec.Probe
+	if e.trace != nil {
+		e.trace(step{op: op, begin: true, now: e.now, available: left, admitted: dec.Admit, probe: dec.Probe})
+	}
+	return dec.Admit, int64(dec.Cap)
+}
+
+// attemptEnded tells x's op, in the admission pattern, how x's current attempt
+// ended.
+func (e *engine) attemptEnded(id int32, outcome budget.Outcome) {
+	if e.pat != Admission {
+		return
+	}
+	x := &e.invs[id]
+	op := e.m.svcs[x.svc].calls[x.step].rungs[x.rung].op
+	e.ops[op].EndAt(at(x.attStart), at(e.now), outcome, x.probe)
+	if e.trace != nil {
+		e.trace(step{op: op, now: e.now, start: x.attStart, probe: x.probe, outcome: outcome})
+	}
 }
 
 func (e *engine) nextTok() uint64 { e.tok++; return e.tok }
@@ -331,15 +399,13 @@ func (e *engine) tryAttempt(id int32) {
 			left -= c.rungs[len(c.rungs)-1].need
 		}
 		ok := left > 0
-		if ok && e.pat == Admission {
-			est := &e.ests[r.svc]
-			if need := est.estimate(); left < need {
-				// Refused, unless it is time for a probe and the
-				// declared prior fits.
-				ok = e.now >= est.probeAt && left >= est.prior
-				if ok {
-					est.probeAt = e.now + probeEvery
-				}
+		if e.pat == Admission {
+			// The dependency's budget.Op decides, as it would in Do:
+			// estimate, stall check, probes, throttling.
+			var bound int64
+			ok, bound = e.admit(x, r.op, left)
+			if bound > 0 {
+				t = min(t, bound)
 			}
 		}
 		if !ok {
@@ -388,15 +454,16 @@ func (e *engine) childDone(id, child int32, ok bool) {
 	}
 	x.child = -1
 	x.tok = e.nextTok()
-	if e.pat == Admission {
-		// A callee that ran out of the time it was handed is recorded as
-		// never finishing (a cut-off says only "longer than this"); one
-		// that answered or failed by itself, as the time it took.
-		d := e.now - x.attStart
-		if !ok && e.invs[child].deadline <= e.now {
-			d = never
-		}
-		e.ests[e.invs[child].svc].record(d)
+	// A callee that ran out of the time it was handed was cut off (a
+	// censored sample: "longer than this"); one that answered, or failed
+	// by itself, ended as it did.
+	switch {
+	case ok:
+		e.attemptEnded(id, budget.OutcomeOK)
+	case e.invs[child].deadline <= e.now:
+		e.attemptEnded(id, budget.OutcomeExpired)
+	default:
+		e.attemptEnded(id, budget.OutcomeFailed)
 	}
 	if ok {
 		e.nextCall(id)
@@ -413,9 +480,7 @@ func (e *engine) attemptTimedOut(id int32) {
 	}
 	x.child = -1
 	x.tok = e.nextTok()
-	if e.pat == Admission {
-		e.ests[e.invs[child].svc].record(never)
-	}
+	e.attemptEnded(id, budget.OutcomeExpired)
 	e.abandon(child)
 	e.attemptFailed(id)
 }
@@ -450,11 +515,9 @@ func (e *engine) attemptFailed(id int32) {
 func (e *engine) expire(id int32) {
 	if c := e.invs[id].child; c >= 0 {
 		e.invs[id].child = -1
-		if e.pat == Admission {
-			// The attempt was cut off by the deadline: as far as the
-			// caller knows, the callee would have needed longer.
-			e.ests[e.invs[c].svc].record(never)
-		}
+		// The attempt was cut off by the deadline: as far as the caller
+		// knows, the callee would have needed longer.
+		e.attemptEnded(id, budget.OutcomeExpired)
 		e.abandon(c)
 	}
 	e.finish(id, false)
@@ -485,6 +548,9 @@ func (e *engine) abandon(id int32) {
 	}
 	if c := x.child; c >= 0 {
 		x.child = -1
+		// Its caller gone, x gives up its attempt: canceled, which says
+		// nothing of the callee's latency.
+		e.attemptEnded(id, budget.OutcomeCanceled)
 		e.abandon(c)
 	}
 	e.finish(id, false)

@@ -33,6 +33,11 @@ func byPattern(t *testing.T, top *topology.Topology, cfg sim.Config) map[string]
 
 // TestRetriesAndBackoff checks the time arithmetic of retries exactly: a
 // callee that always takes 1s, three attempts of 100ms with 10ms backoff.
+//
+// b declares its usual latency, which becomes its Op's prior: an Op that
+// has seen only cut-offs at 100ms says nothing of a caller with 250ms, and
+// without a prior admits it (a cut-off is never "latency infinite"); with
+// a prior the cut-offs lie past, it refuses it but for a probe.
 func TestRetriesAndBackoff(t *testing.T) {
 	t.Parallel()
 	top := parse(t, `entry: a
@@ -42,6 +47,7 @@ services:
     calls: [{to: b, timeout: 100ms, retries: 2, backoff: 10ms}]
   b:
     cancellable: true
+    latency: {p50: 10ms, p99: 20ms}
 `)
 	r := byPattern(t, top, sim.Config{Requests: 10, Concurrency: 1, Faults: []sim.Fault{{Service: "b", Kind: sim.Slow, Latency: time.Second}}})
 	tests := []struct {

@@ -31,31 +31,3 @@ func TestLognormalFit(t *testing.T) {
 		t.Error("p50 = p99 should be a constant")
 	}
 }
-
-func TestEstimatorP90(t *testing.T) {
-	t.Parallel()
-	e := estimator{prior: 42}
-	for i := range minSamples - 1 {
-		e.record(int64(i))
-	}
-	if got := e.estimate(); got != 42 {
-		t.Errorf("before enough samples: %d, want the prior 42", got)
-	}
-	for i := range 100 {
-		e.record(int64(i + 1))
-		e.need = 0 // force a recomputation
-		k := min(e.n, window)
-		s := slices.Clone(e.ring[:k])
-		slices.Sort(s)
-		if got, want := e.estimate(), max(s[(k*9)/10], 1); got != want {
-			t.Fatalf("after %d samples: %d, want %d", e.n, got, want)
-		}
-	}
-	for range 4 {
-		e.record(never)
-	}
-	e.need = 0
-	if e.estimate() != never {
-		t.Error("4 of 32 attempts never finished, yet the 90th percentile is finite")
-	}
-}

@@ -13,6 +13,17 @@ type model struct {
 	poolSize []int32
 	entry    int32
 	budget   int64
+	// ops are the dependencies, one per caller and callee: in the
+	// admission pattern each gets a budget.Op of its own, as each service
+	// would hold one per dependency it calls.
+	ops []opInfo
+}
+
+// opInfo is one dependency: a service calling another. Its calls' timeouts
+// stay with the calls (a service may call a dependency twice, with two
+// timeouts), so its Op has no Cap.
+type opInfo struct {
+	caller, callee int32
 }
 
 type svcInfo struct {
@@ -37,6 +48,7 @@ type callInfo struct {
 // rungInfo is the primary call (rung 0) or one fallback.
 type rungInfo struct {
 	svc     int32 // -1 for a local rung
+	op      int32 // index in model.ops, for a call
 	timeout int64 // 0 for none
 	local   lognormal
 	// need is the rung's time to keep in reserve while earlier rungs run,
@@ -98,6 +110,25 @@ func compile(t *topology.Topology, cfg Config) *model {
 		m.svcs[i] = si
 	}
 	m.pools = len(m.poolSize)
+	opOf := map[[2]int32]int32{}
+	for i := range m.svcs {
+		for _, c := range m.svcs[i].calls {
+			for k := range c.rungs {
+				r := &c.rungs[k]
+				if r.svc < 0 {
+					continue
+				}
+				key := [2]int32{int32(i), r.svc}
+				o, ok := opOf[key]
+				if !ok {
+					o = int32(len(m.ops))
+					opOf[key] = o
+					m.ops = append(m.ops, opInfo{caller: int32(i), callee: r.svc})
+				}
+				r.op = o
+			}
+		}
+	}
 	// Priors, callees first: the graph has no cycle (Validate checked).
 	order, _ := t.Order()
 	done := make([]bool, len(m.svcs))

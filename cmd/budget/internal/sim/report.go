@@ -107,7 +107,7 @@ func (r *Report) Notes() []string {
 		fmt.Sprintf("In budget: answered within %s. Late: answered after it. Failed: an error, a refusal, or no answer by %s, when the user gives up.", fmtMs(r.BudgetMs), fmtMs(r.GiveUpMs)),
 		"Wasted work: worker time services held after the request they served was given up; work still running when the last request ended counts up to that moment.",
 		"Goodput: requests answered within the budget per simulated second. Others in budget: the share answered within the budget of the requests that never reached a faulty service (not needing it, or queued behind workers parked on it), which a fault should not touch.",
-		"Admission refuses an attempt when the time left is below the 90th percentile of the callee's last 32 attempts as its caller measured them (timed-out attempts count as never finishing), or its declared p99 before 8 samples; one refused call per 100ms still goes through as a probe.",
+		"Admission is budget.Op's own, run on virtual time: each service holds one Op per dependency, with the callee's declared p99 (plus its callees') as prior; it admits on its estimate of the callee's latency (timed-out attempts as cut-offs), refuses a stalled callee, probes one it refuses, and throttles one that fails.",
 	}
 }
 

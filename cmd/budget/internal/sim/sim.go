@@ -43,10 +43,12 @@ const (
 	// gets min(its timeout, time left), the callee is handed that deadline
 	// and stops there, and nothing starts once the time is gone.
 	Shared
-	// Admission is Shared, and an attempt is refused before it starts when
-	// the time left is less than what the callee needs by the caller's
-	// measurements (see the package's README section); a call with a
-	// fallback keeps its last rung's p99 in reserve.
+	// Admission is Shared, and each attempt goes through the admission of
+	// a budget.Op, one per caller and callee, run on virtual time with
+	// BeginAt and EndAt: refused before it starts when the callee is
+	// unlikely to finish in the time left by the Op's measurements, stalled
+	// or failing, probed while refused. A call with a fallback keeps its
+	// last rung's p99 in reserve.
 	Admission
 	// NoTimeout sets no timeout anywhere; only the user stops waiting.
 	NoTimeout

@@ -2,9 +2,13 @@ package sim_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"os/exec"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/timebudget/budget/cmd/budget/internal/sim"
 	"github.com/timebudget/budget/cmd/budget/internal/topology"
@@ -39,6 +43,45 @@ func TestDeterministic(t *testing.T) {
 	c, _ := sim.Run(top, cfg)
 	if reflect.DeepEqual(a, c) {
 		t.Error("a different seed gave the same results")
+	}
+}
+
+// TestDeterministicAcrossProcesses runs the same seeded simulation in this
+// process and in a fresh one (this test binary again), and requires the
+// same results: the budget.Ops of the admission pattern keep their windows
+// on the virtual clock alone, not on when the process started.
+func TestDeterministicAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	run := func() string {
+		// An open loop of 10 requests a second against a geometry that
+		// fails half its calls: throttling's and the estimate's windows
+		// turn between calls, so a shift of them shows (with windows
+		// counted from when the process started, this differed).
+		top := load(t, "testdata/geo.yaml")
+		res, err := sim.Run(top, sim.Config{Requests: 600, Rate: 10, Seed: 5,
+			Faults: []sim.Fault{{Service: "geometry", Kind: sim.Fail, P: 0.5}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%+v", res)
+	}
+	if os.Getenv("SIM_DETERMINISM_CHILD") != "" {
+		fmt.Print("RESULT " + run() + "\n")
+		return
+	}
+	// The child starts a good part of a one-second window after this
+	// process did, so windows counted from a process's start would differ.
+	time.Sleep(300 * time.Millisecond)
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestDeterministicAcrossProcesses$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "SIM_DETERMINISM_CHILD=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the child process: %v\n%s", err, out)
+	}
+	_, child, ok := strings.Cut(string(out), "RESULT ")
+	child, _, _ = strings.Cut(child, "\n")
+	if !ok || child != run() {
+		t.Errorf("another process simulated differently:\n%s\n%s", child, run())
 	}
 }
 
