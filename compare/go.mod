@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/failsafe-go/failsafe-go v0.9.8
-	github.com/timebudget/budget v0.1.0
+	github.com/timebudget/budget v0.2.0
 	go.uber.org/goleak v1.3.0
 )
 
