@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -102,20 +103,24 @@ func TestTransportKeepsTheConnectionOfALateAnswer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var answered atomic.Bool
+			// Each request's own flag: with lingering off, the handler of an
+			// abandoned request sleeps on after its connection closed, and
+			// one shared flag could be set by it while the next request is
+			// in flight on a busy machine.
+			var answered [4]atomic.Bool
 			s := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				answered.Store(false)
+				i, _ := strconv.Atoi(r.URL.Query().Get("i"))
 				time.Sleep(300 * time.Millisecond) // a slow server: answers after the client's deadline
-				answered.Store(true)
+				answered[i%len(answered)].Store(true)
 				w.WriteHeader(http.StatusGatewayTimeout)
 			}))
 			c := s.client(t, httpbudget.WithLinger(tc.linger))
-			for range 4 {
+			for i := range len(answered) {
 				ctx, cancel := budget.Start(context.Background(), 20*time.Millisecond)
 				ctx, idle := pooled(ctx)
-				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"?i="+strconv.Itoa(i), nil)
 				resp, err := c.Do(req)
-				done := answered.Load()
+				done := answered[i].Load()
 				cancel()
 				if err == nil {
 					_ = resp.Body.Close()
