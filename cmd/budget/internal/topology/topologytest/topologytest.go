@@ -15,9 +15,7 @@ import (
 func AliasBomb(services int) []byte {
 	var b strings.Builder
 	b.WriteString("entry: s0\nbudget: 1s\nservices:\n  db: {}\n  s0: {calls: &c [&k {to: db, timeout: 1ms}")
-	for range 9_999 {
-		b.WriteString(", *k")
-	}
+	repeatAlias(&b, "k", 9_999)
 	b.WriteString("]}\n")
 	for i := 1; i < services; i++ {
 		fmt.Fprintf(&b, "  s%d: {calls: *c}\n", i)
@@ -46,13 +44,9 @@ func ReversedChain(n int) []byte {
 func Fanout(fanout int) []byte {
 	var b strings.Builder
 	b.WriteString("entry: edge\nbudget: 1s\nservices:\n  edge: {calls: [&m {to: mid, timeout: 900ms}")
-	for range fanout - 1 {
-		b.WriteString(", *m")
-	}
+	repeatAlias(&b, "m", fanout-1)
 	b.WriteString("]}\n  mid: {calls: [&d {to: db, timeout: 800ms}")
-	for range fanout - 1 {
-		b.WriteString(", *d")
-	}
+	repeatAlias(&b, "d", fanout-1)
 	b.WriteString("]}\n  db: {}\n")
 	return []byte(b.String())
 }
@@ -63,9 +57,7 @@ func Fanout(fanout int) []byte {
 func LongSequence() []byte {
 	var b strings.Builder
 	b.WriteString("entry: edge\nbudget: 1h\nservices:\n  db: {}\n  edge: {calls: [&k {to: db, timeout: 1h, retries: 100, backoff: 1h}")
-	for range 9_999 {
-		b.WriteString(", *k")
-	}
+	repeatAlias(&b, "k", 9_999)
 	b.WriteString("]}\n")
 	return []byte(b.String())
 }
@@ -77,13 +69,9 @@ func LongSequence() []byte {
 func Overflow() []byte {
 	var b strings.Builder
 	b.WriteString("entry: edge\nbudget: 1h\nservices:\n  db: {}\n  edge: {calls: [&k {to: db, timeout: 1h, retries: 100, backoff: 1h, fallback: [&f {to: db, timeout: 1h}")
-	for range 59 {
-		b.WriteString(", *f")
-	}
+	repeatAlias(&b, "f", 59)
 	b.WriteString("]}")
-	for range 9_999 {
-		b.WriteString(", *k")
-	}
+	repeatAlias(&b, "k", 9_999)
 	b.WriteString("]}\n")
 	return []byte(b.String())
 }
@@ -103,4 +91,12 @@ func DeepTail(levels int) []byte {
 // Named returns a small valid file whose callee is named name.
 func Named(name string) []byte {
 	return []byte(fmt.Sprintf("entry: edge\nbudget: 1s\nservices:\n  edge: {calls: [{to: %q, timeout: 500ms}]}\n  %q: {}\n", name, name))
+}
+
+// repeatAlias writes n more references to the YAML anchor name, each after a
+// comma, as the next items of a flow sequence.
+func repeatAlias(b *strings.Builder, name string, n int) {
+	for range n {
+		b.WriteString(", *" + name)
+	}
 }
