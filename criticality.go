@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"time"
 )
 
 // Criticality says how much a request matters when capacity runs short: under
@@ -128,4 +129,87 @@ func CriticalityFrom(ctx context.Context) Criticality {
 
 func clampCriticality(c Criticality) Criticality {
 	return min(max(c, Sheddable), Critical)
+}
+
+// How an [Op] admits each class. The rules keep the classes ordered: for
+// the same time available and the same state of the op, whatever admits a
+// sheddable attempt admits a default one, and whatever admits a default one
+// admits a critical one.
+
+// classThreshold is the probability of finishing in time an attempt of
+// class c needs when the op's threshold is t: halfway from t to 1 for
+// sheddable work (0.75 for the default 0.5), t for the default class, and a
+// quarter of t for critical work (0.125), which is refused only when it is
+// unlikely to finish at all.
+func classThreshold(t float64, c Criticality) float64 {
+	switch c {
+	case Sheddable:
+		return t + (1-t)/2
+	case Critical:
+		return t / 4
+	}
+	return t
+}
+
+// classNeed is the time an attempt of class c needs under the Safety rule
+// or the prior, given what a default one needs: twice as much for sheddable
+// work, half as much for critical.
+func classNeed(d time.Duration, c Criticality) time.Duration {
+	switch c {
+	case Sheddable:
+		return 2 * d
+	case Critical:
+		return d / 2
+	}
+	return d
+}
+
+// classThrottle is K of error-rate throttling for class c, given the op's:
+// half of it for sheddable work, which is then refused with probability
+// max(0, (requests − K/2·accepts)/(requests+1)), and twice it for critical.
+func classThrottle(k float64, c Criticality) float64 {
+	switch c {
+	case Sheddable:
+		return k / 2
+	case Critical:
+		return 2 * k
+	}
+	return k
+}
+
+// classLimit is how many attempts of the op may be in flight when one of
+// class c starts: a sheddable attempt starts only while fewer than half of
+// Limit are, a default one while fewer than Limit less a quarter of it
+// (both rounded down, and at least one), a critical one while fewer than
+// Limit. The top quarter is thus held for critical work and the top half
+// for work that is not sheddable.
+func (o *Op) classLimit(c Criticality) int64 {
+	l := int64(o.Limit)
+	switch c {
+	case Sheddable:
+		return max(l/2, 1)
+	case DefaultCriticality:
+		return max(l-l/4, 1)
+	}
+	return l
+}
+
+// take takes an in-flight slot for an admitted attempt of class c, and
+// reports false, taking none, when its class's share is full.
+func (o *Op) take(c Criticality) bool {
+	if o.adm.inflight.Add(1) > o.classLimit(c) {
+		o.adm.inflight.Add(-1)
+		return false
+	}
+	return true
+}
+
+// shed records an attempt refused for its class under load and returns the
+// error that says so: an [*Error] with [OutcomeShed], matching
+// [ErrInsufficient].
+func (o *Op) shed(ctx context.Context, r reading, n int, dec Admission) error {
+	err := &Error{Stage: o.Name, Outcome: OutcomeShed, Remaining: r.available, Needed: dec.Needed, Budget: r.st.budget()}
+	emit(ctx, r.st, o.Observer, Event{Kind: EventRefuse, Stage: o.Name, At: r.now, Remaining: r.remaining,
+		Needed: dec.Needed, Outcome: OutcomeShed, Attempt: n, Err: err})
+	return err
 }
