@@ -8,7 +8,6 @@ type ring[T any] struct {
 	head, n int
 }
 
-
 func (r *ring[T]) front() T { return r.buf[r.head] }
 
 func (r *ring[T]) pushBack(v T) {
