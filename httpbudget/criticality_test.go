@@ -6,7 +6,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/timebudget/budget"
@@ -118,4 +121,50 @@ func TestCriticalityTrustedAndHostile(t *testing.T) {
 			t.Errorf("%.20q: status %d, class %v; want %d, %v", tc.value, rec.Code, got, tc.status, tc.want)
 		}
 	}
+}
+
+// With an op's Limit, the middleware sheds by class: sheddable requests past
+// half of it, default ones past three quarters, and a shed request is
+// answered 504 with Budget-Expired without reaching the handler.
+func TestAdmissionShedsByClass(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var ran atomic.Int32
+		h := httpbudget.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ran.Add(1)
+			if strings.HasSuffix(r.URL.Path, "/block") {
+				<-release
+			}
+		}), httpbudget.WithAdmission(&budget.Op{Name: "handler", Limit: 4}), httpbudget.WithClassifier(byPath))
+		serve := func(path string) *httptest.ResponseRecorder {
+			rec := httptest.NewRecorder()
+			r := httptest.NewRequest(http.MethodGet, path, nil)
+			r.Header.Set(wire.HeaderRequestTimeout, "10000")
+			h.ServeHTTP(rec, r)
+			return rec
+		}
+		var wg sync.WaitGroup
+		for _, p := range []string{"/prefetch/block", "/prefetch/block", "/other/block"} {
+			wg.Go(func() { serve(p) })
+			synctest.Wait()
+		}
+		for _, tc := range []struct {
+			path   string
+			status int
+		}{{"/prefetch", 504}, {"/other", 504}, {"/checkout", 200}} {
+			rec := serve(tc.path)
+			if rec.Code != tc.status {
+				t.Errorf("%s with 3 of 4 in flight: %d, want %d", tc.path, rec.Code, tc.status)
+			}
+			if tc.status == 504 && rec.Header().Get(wire.HeaderBudgetExpired) == "" {
+				t.Errorf("%s: a shed answer without Budget-Expired", tc.path)
+			}
+		}
+		close(release)
+		wg.Wait()
+		if n := ran.Load(); n != 4 {
+			t.Errorf("the handler ran %d times, want 4 (3 blocked, 1 critical)", n)
+		}
+	})
 }
