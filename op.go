@@ -131,7 +131,10 @@ type Op struct {
 	// less a quarter of it (rounded down, at least one), a critical one only
 	// at Limit, so the top quarter is held for critical work. An op whose
 	// callers are all of the default class thus runs at most Limit − Limit/4
-	// attempts. The last rung of a [Ladder] is never refused for it.
+	// attempts. The last rung of a [Ladder] is never refused for it. Set it
+	// above the dependency's own parallelism (twice the cores of a CPU-bound
+	// service, say), so that the attempts it admits keep the dependency busy
+	// while they wait for it and the quarter held for critical work has room.
 	Limit int
 
 	// Rand, when not nil, is the source of the op's random draws: which
