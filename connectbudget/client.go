@@ -345,8 +345,8 @@ func (e *errConn) RequestHeader() http.Header {
 	}
 	return e.req
 }
-func (e *errConn) CloseRequest() error            { return e.err }
-func (e *errConn) Receive(any) error              { return e.err }
-func (e *errConn) ResponseHeader() http.Header    { return make(http.Header) }
-func (e *errConn) ResponseTrailer() http.Header   { return make(http.Header) }
-func (e *errConn) CloseResponse() error           { return nil }
+func (e *errConn) CloseRequest() error          { return e.err }
+func (e *errConn) Receive(any) error            { return e.err }
+func (e *errConn) ResponseHeader() http.Header  { return make(http.Header) }
+func (e *errConn) ResponseTrailer() http.Header { return make(http.Header) }
+func (e *errConn) CloseResponse() error         { return nil }

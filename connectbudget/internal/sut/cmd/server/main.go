@@ -1,0 +1,34 @@
+// Command server is the conformance suite's server under test: connect-go's
+// conformance service with connectbudget's server interceptor installed, or,
+// with -plain, without it. It reads a ServerCompatRequest on standard input
+// and writes the ServerCompatResponse with its address on standard output.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"connectrpc.com/connect"
+
+	"github.com/timebudget/budget/connectbudget"
+	"github.com/timebudget/budget/connectbudget/internal/sut"
+)
+
+func main() {
+	plain := flag.Bool("plain", false, "serve without connectbudget's interceptor (the baseline)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var opts []connect.HandlerOption
+	if !*plain {
+		opts = append(opts, connect.WithInterceptors(connectbudget.NewServerInterceptor()))
+	}
+	if err := sut.Serve(ctx, os.Stdin, os.Stdout, opts...); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
