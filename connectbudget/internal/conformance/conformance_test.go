@@ -20,11 +20,6 @@ import (
 	"testing"
 )
 
-// knownFlaky are the cases the client under test does not implement as the
-// suite expects (some cancellation timings), for both the plain client and
-// the one with interceptors: the runner reports them apart.
-var knownFlaky = []string{"Client Cancellation/**"}
-
 // build compiles the suite's runner and the programs under test into dir.
 func build(t *testing.T, dir string) {
 	t.Helper()
@@ -53,11 +48,6 @@ type outcome struct{ total, passed, failed int }
 func suite(t *testing.T, bin, mode string, program ...string) outcome {
 	t.Helper()
 	args := []string{"--mode", mode, "--conf", "config.yaml"}
-	if mode == "client" {
-		for _, p := range knownFlaky {
-			args = append(args, "--known-flaky", p)
-		}
-	}
 	args = append(args, "--")
 	args = append(args, program...)
 	cmd := exec.Command(filepath.Join(bin, "connectconformance"), args...)
@@ -78,7 +68,7 @@ func suite(t *testing.T, bin, mode string, program ...string) outcome {
 
 func TestConformance(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the conformance suite builds its runner and takes about a minute; run without -short")
+		t.Skip("the conformance suite builds its runner and takes a minute or two; run without -short")
 	}
 	bin := t.TempDir()
 	build(t, bin)
@@ -88,17 +78,22 @@ func TestConformance(t *testing.T) {
 		if mode == "client" {
 			program = client
 		}
-		// One mode at a time, baseline first: the suite runs its cases in
-		// parallel already.
+		// One run at a time, baseline first: the suite runs its cases in
+		// parallel already. "-streams" adds per-message budgets and idle
+		// timeouts (10 s, beyond every delay of the suite) to the
+		// interceptors, so that the stream wrappers meet every case too.
 		plain := suite(t, bin, mode, program, "-plain")
-		ours := suite(t, bin, mode, program)
-		t.Logf("%s mode: with connectbudget %d of %d cases pass; plain connect-go %d of %d", mode, ours.passed, ours.total, plain.passed, plain.total)
-		if ours.total != plain.total || ours.passed < plain.passed {
-			t.Errorf("%s mode: with connectbudget %d of %d cases pass, fewer than plain connect-go's %d of %d",
-				mode, ours.passed, ours.total, plain.passed, plain.total)
-		}
-		if ours.passed == 0 {
-			t.Errorf("%s mode: no case ran", mode)
+		for _, variant := range [][]string{{program}, {program, "-streams"}} {
+			ours := suite(t, bin, mode, variant...)
+			t.Logf("%s mode %v: with connectbudget %d of %d cases pass; plain connect-go %d of %d",
+				mode, variant[1:], ours.passed, ours.total, plain.passed, plain.total)
+			if ours.total != plain.total || ours.passed < plain.passed {
+				t.Errorf("%s mode %v: with connectbudget %d of %d cases pass, fewer than plain connect-go's %d of %d",
+					mode, variant[1:], ours.passed, ours.total, plain.passed, plain.total)
+			}
+			if ours.passed == 0 {
+				t.Errorf("%s mode %v: no case ran", mode, variant[1:])
+			}
 		}
 	}
 }

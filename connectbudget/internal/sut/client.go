@@ -192,6 +192,8 @@ func (c *caseRun) unary(ctx context.Context, client conformancev1connect.Conform
 	if c.req.GetCancel().GetBeforeCloseSend() != nil {
 		c.cancel()
 	}
+	// A unary request is closed as it is sent.
+	c.afterClose()
 	resp, err := client.Unary(ctx, r)
 	if err != nil {
 		return errorResult(err, nil, nil), nil

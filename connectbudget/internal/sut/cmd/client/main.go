@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -18,10 +19,15 @@ import (
 
 func main() {
 	plain := flag.Bool("plain", false, "call without connectbudget's interceptor (the baseline)")
+	streams := flag.Bool("streams", false, "also give streams a 10 s per-message budget and idle timeout")
 	flag.Parse()
 	var opts []connect.ClientOption
 	if !*plain {
-		opts = append(opts, connect.WithInterceptors(connectbudget.NewClientInterceptor()))
+		var bopts []connectbudget.ClientOption
+		if *streams {
+			bopts = append(bopts, connectbudget.WithMessageBudget(10*time.Second), connectbudget.WithIdleTimeout(10*time.Second))
+		}
+		opts = append(opts, connect.WithInterceptors(connectbudget.NewClientInterceptor(bopts...)))
 	}
 	if err := sut.RunClient(context.Background(), os.Stdin, os.Stdout, opts...); err != nil {
 		fmt.Fprintln(os.Stderr, err)

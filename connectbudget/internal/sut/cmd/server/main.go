@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -20,12 +21,17 @@ import (
 
 func main() {
 	plain := flag.Bool("plain", false, "serve without connectbudget's interceptor (the baseline)")
+	streams := flag.Bool("streams", false, "also give streams a 10 s per-message budget and idle timeout")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var opts []connect.HandlerOption
 	if !*plain {
-		opts = append(opts, connect.WithInterceptors(connectbudget.NewServerInterceptor()))
+		var bopts []connectbudget.ServerOption
+		if *streams {
+			bopts = append(bopts, connectbudget.WithMessageBudget(10*time.Second), connectbudget.WithIdleTimeout(10*time.Second))
+		}
+		opts = append(opts, connect.WithInterceptors(connectbudget.NewServerInterceptor(bopts...)))
 	}
 	if err := sut.Serve(ctx, os.Stdin, os.Stdout, opts...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
