@@ -158,11 +158,6 @@ func toError(e *v1.Error, info *v1.ConformancePayload_RequestInfo) *connect.Erro
 	return ce
 }
 
-type unaryRequest interface {
-	proto.Message
-	GetResponseDefinition() *v1.UnaryResponseDefinition
-}
-
 // unary answers a unary request (or a client stream's requests) as its
 // response definition says.
 func unary(ctx context.Context, def *v1.UnaryResponseDefinition, h http.Header, peer connect.Peer,
