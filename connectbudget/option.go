@@ -185,6 +185,14 @@ func WithMessageBudget(d time.Duration) Option {
 // canceled). Time the handler spends between its Receive calls does not
 // count: only waiting does. The default is none: a stream lives until its
 // deadline, however quiet.
+//
+// On the server, a Receive that is waiting cannot be interrupted (net/http
+// offers no way from an interceptor), so it is left to end with the
+// request: over HTTP/2 the stream's answer leaves at once, while over
+// HTTP/1.1, where the request body holds the connection, net/http sends it
+// only once the client sends more or closes the body. The handler has
+// stopped either way. The message its waiting Receive was given must not
+// be used.
 func WithIdleTimeout(d time.Duration) Option {
 	d = max(d, 0)
 	return bothOption{

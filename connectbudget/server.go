@@ -141,6 +141,9 @@ func (s *server) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect
 		var hc *handlerConn
 		if perMessage := s.messageBudget(p, conn.RequestHeader()); perMessage > 0 || s.cfg.idle > 0 {
 			hc = newHandlerConn(bctx, conn, perMessage, s.cfg.idle, s.stage(procedure))
+			if cancel == nil {
+				hc.observer = s.cfg.observer // no budget to note the idle event in
+			}
 			conn = hc
 			bctx = context.WithValue(hc.ctx, streamKey{}, hc)
 			defer hc.end()

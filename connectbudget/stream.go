@@ -125,6 +125,9 @@ type handlerConn struct {
 	perMessage time.Duration
 	idle       time.Duration
 	stage      string
+	// observer receives the idle event directly when the call has no
+	// budget (the policy set no deadline), which budget.Note needs.
+	observer budget.Observer
 
 	mu        sync.Mutex
 	msgCtx    context.Context
@@ -197,8 +200,13 @@ func (hc *handlerConn) receiveIdle(msg any) error {
 		hc.mu.Lock()
 		hc.idleErr, hc.abandoned = idle, err
 		hc.mu.Unlock()
-		budget.Note(hc.ctx, budget.Event{Kind: budget.EventAttempt, Stage: hc.stage + " receive", At: started,
-			Duration: time.Since(started), Outcome: budget.OutcomeExpired, Err: idle})
+		ev := budget.Event{Kind: budget.EventAttempt, Stage: hc.stage + " receive", At: started,
+			Duration: time.Since(started), Outcome: budget.OutcomeExpired, Err: idle}
+		if hc.observer != nil {
+			hc.observer.Observe(hc.ctx, ev)
+		} else {
+			budget.Note(hc.ctx, ev)
+		}
 		hc.cancel(idle)
 		return err
 	case <-hc.ctx.Done():

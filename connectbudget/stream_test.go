@@ -2,14 +2,17 @@ package connectbudget_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/connectbudget"
@@ -101,13 +104,8 @@ func TestCallerMessageBudget(t *testing.T) {
 			url, hc := serve(t, transports[1], svc, connect.WithInterceptors(
 				connectbudget.NewServerInterceptor(connectbudget.WithPolicy(policy))))
 			ctx := withTimeout(t, 30*time.Second)
-			if !trusted {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, 700*ms)
-				defer cancel()
-			}
 			st := connect.NewClient[str, str](hc, url+bidiProc, connect.WithInterceptors(
-				connectbudget.NewClientInterceptor(connectbudget.WithMessageBudget(100*ms)))).CallBidiStream(ctx)
+				connectbudget.NewClientInterceptor(connectbudget.WithMessageBudget(time.Second)))).CallBidiStream(ctx)
 			if trusted {
 				bodies, want := tenMessages()
 				if got := exchange(t, st, bodies); fmt.Sprint(got) != fmt.Sprint(want) {
@@ -235,5 +233,57 @@ func TestMessageContextOutsideAStream(t *testing.T) {
 	ctx := context.Background()
 	if connectbudget.MessageContext(ctx) != ctx {
 		t.Fatal("MessageContext changed a plain context")
+	}
+}
+
+// Over HTTP/1.1 a client stream's request body is the only way in: a
+// client that sends one message and then nothing, without closing the
+// body, is detected at the server's idle timeout and its handler ends
+// there. net/http cannot interrupt a read of the body, so the answer
+// (DeadlineExceeded, naming the client) leaves when the client sends more
+// or closes the body, here at once after the idle event.
+func TestServerIdleTimeoutHTTP1(t *testing.T) {
+	t.Parallel()
+	events := new(ledgerEvents)
+	svc := new(service)
+	url, hc := serve(t, transports[0], svc, connect.WithInterceptors(connectbudget.NewServerInterceptor(
+		connectbudget.WithIdleTimeout(100*ms), connectbudget.WithObserver(events))))
+	body, w := io.Pipe()
+	defer w.Close()
+	req, err := http.NewRequestWithContext(withTimeout(t, 30*time.Second), http.MethodPost, url+clientProc, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/connect+proto")
+	req.Header.Set("Connect-Protocol-Version", "1")
+	msg, err := proto.Marshal(&str{Value: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	go func() {
+		// One enveloped message, then silence with the body left open until
+		// the server's idle timeout has fired.
+		_, _ = w.Write(append(binary.BigEndian.AppendUint32([]byte{0}, uint32(len(msg))), msg...))
+		for len(events.idle()) == 0 && time.Since(start) < 20*time.Second {
+			time.Sleep(5 * ms)
+		}
+		w.Close()
+	}()
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := events.idle()
+	if len(evs) != 1 || evs[0].Duration < 100*ms || !contains(evs[0].Err.Error(), "client") {
+		t.Fatalf("idle events %+v, want one of at least 100ms naming the client", evs)
+	}
+	if !contains(string(out), "deadline_exceeded") || !contains(string(out), "client sent nothing") {
+		t.Fatalf("answer %q, want a deadline_exceeded end of stream naming the client", out)
 	}
 }

@@ -45,7 +45,11 @@ var (
 type outcome struct{ total, passed, failed int }
 
 // suite runs connectconformance in mode against the program under test.
-func suite(t *testing.T, bin, mode string, program ...string) outcome {
+// With clean, every case must pass; without it (the plain baseline) the
+// failures are only logged: plain connect-go's server has been seen to fail
+// a timeout case on a busy machine (its deadline firing while it wrote the
+// error), which the answer margin of connectbudget's interceptor avoids.
+func suite(t *testing.T, bin, mode string, clean bool, program ...string) outcome {
 	t.Helper()
 	args := []string{"--mode", mode, "--conf", "config.yaml"}
 	args = append(args, "--")
@@ -60,7 +64,9 @@ func suite(t *testing.T, bin, mode string, program ...string) outcome {
 	o.total, _ = strconv.Atoi(string(total[1]))
 	o.passed, _ = strconv.Atoi(string(result[1]))
 	o.failed, _ = strconv.Atoi(string(result[2]))
-	if err != nil || o.failed > 0 {
+	if (err != nil || o.failed > 0) && !clean {
+		t.Logf("baseline: connectconformance --mode %s %v: %d of %d cases failed (%v):\n%s", mode, program, o.failed, o.total, err, out)
+	} else if err != nil || o.failed > 0 {
 		t.Errorf("connectconformance --mode %s %v: %d of %d cases failed (%v):\n%s", mode, program, o.failed, o.total, err, out)
 	}
 	return o
@@ -82,9 +88,9 @@ func TestConformance(t *testing.T) {
 		// parallel already. "-streams" adds per-message budgets and idle
 		// timeouts (10 s, beyond every delay of the suite) to the
 		// interceptors, so that the stream wrappers meet every case too.
-		plain := suite(t, bin, mode, program, "-plain")
+		plain := suite(t, bin, mode, false, program, "-plain")
 		for _, variant := range [][]string{{program}, {program, "-streams"}} {
-			ours := suite(t, bin, mode, variant...)
+			ours := suite(t, bin, mode, true, variant...)
 			t.Logf("%s mode %v: with connectbudget %d of %d cases pass; plain connect-go %d of %d",
 				mode, variant[1:], ours.passed, ours.total, plain.passed, plain.total)
 			if ours.total != plain.total || ours.passed < plain.passed {
