@@ -25,7 +25,7 @@
 //
 // Without options a stream runs under one deadline, the whole call's: a
 // stream that answers messages for an hour needs an hour-long deadline, and
-// a peer that stops sending is found only when it ends. Two options bound
+// a peer that stops sending is found only when it ends. Three options bound
 // the parts of a stream instead. [WithMessageBudget] gives each message a
 // budget of its own: on the server each received message is handled in a
 // context ([MessageContext]) that ends at the earlier of the stream's
@@ -33,8 +33,11 @@
 // while the next ones are still answered; on the client each Send and
 // Receive may take at most the budget, or the stream ends. A client may send
 // its per-message budget in [HeaderMessageTimeout], which a server honours
-// under its policy's trust rule. [WithIdleTimeout] ends a stream whose peer
-// sends nothing for the timeout, with DeadlineExceeded, an error matching
+// under its policy's trust rule. [WithMessageAdmission] admits each
+// message by a [budget.Op] that learns how long one takes to handle, and
+// refuses, before the handler starts on it, a message whose time cannot
+// cover that. [WithIdleTimeout] ends a stream whose peer sends nothing for
+// the timeout, with DeadlineExceeded, an error matching
 // [ErrIdle], and a ledger event naming the side that went quiet.
 //
 // [CodeOf] maps errors to Connect codes, in one place. Refusals for lack of

@@ -29,6 +29,8 @@ type serverConfig struct {
 	margin    time.Duration
 	message   time.Duration
 	idle      time.Duration
+
+	messageOps func(procedure string) *budget.Op
 }
 
 type clientConfig struct {
@@ -174,6 +176,22 @@ func WithMessageBudget(d time.Duration) Option {
 		server: func(c *serverConfig) { c.message = d },
 		client: func(c *clientConfig) { c.message = d },
 	}
+}
+
+// WithMessageAdmission gives the messages of a procedure's streams a
+// [budget.Op] each, on the server: lookup returns the op of a procedure, or
+// nil. Each received message is one attempt of the op, from its receipt
+// until the handler asks for the next message (or returns), so the op
+// learns how long a message takes to handle. A message the op's
+// measurements say cannot be handled in its time (the per-message budget,
+// or what is left of the stream's) is refused: its context
+// ([MessageContext]) is over before the handler sees it, with a cause
+// matching [budget.ErrInsufficient], and the handler should skip it. An
+// admitted message's context is also bounded by the op's Cap. This is
+// apart from [WithAdmission], which admits the whole stream. The default
+// is none.
+func WithMessageAdmission(lookup func(procedure string) *budget.Op) ServerOption {
+	return serverOption(func(c *serverConfig) { c.messageOps = lookup })
 }
 
 // WithIdleTimeout ends a stream whose peer sends nothing for d: a Receive

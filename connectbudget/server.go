@@ -139,8 +139,13 @@ func (s *server) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect
 			defer cancel()
 		}
 		var hc *handlerConn
-		if perMessage := s.messageBudget(p, conn.RequestHeader()); perMessage > 0 || s.cfg.idle > 0 {
+		var messageOp *budget.Op
+		if s.cfg.messageOps != nil {
+			messageOp = s.cfg.messageOps(procedure)
+		}
+		if perMessage := s.messageBudget(p, conn.RequestHeader()); perMessage > 0 || s.cfg.idle > 0 || messageOp != nil {
 			hc = newHandlerConn(bctx, conn, perMessage, s.cfg.idle, s.stage(procedure))
+			hc.op = messageOp
 			if cancel == nil {
 				hc.observer = s.cfg.observer // no budget to note the idle event in
 			}

@@ -28,6 +28,7 @@ const (
 	serverProc = "/budget.test.v1.TestService/ServerStream"
 	clientProc = "/budget.test.v1.TestService/ClientStream"
 	bidiProc   = "/budget.test.v1.TestService/Bidi"
+	workProc   = "/budget.test.v1.TestService/Work"
 )
 
 type str = wrapperspb.StringValue
@@ -111,6 +112,31 @@ func (s *service) handler(opts ...connect.HandlerOption) http.Handler {
 				mctx := connectbudget.MessageContext(ctx)
 				<-mctx.Done()
 				answer = fmt.Sprintf("timeout:%d", n)
+			}
+			if err := st.Send(&str{Value: answer}); err != nil {
+				return err
+			}
+		}
+	}, opts...))
+	mux.Handle(workProc, connect.NewBidiStreamHandler(workProc, func(ctx context.Context, st *connect.BidiStream[str, str]) error {
+		for {
+			if _, err := st.Receive(); errors.Is(err, io.EOF) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			mctx := connectbudget.MessageContext(ctx)
+			answer := "done"
+			if errors.Is(context.Cause(mctx), budget.ErrInsufficient) {
+				answer = "refused"
+			} else {
+				t := time.NewTimer(30 * time.Millisecond) // the work of one message
+				select {
+				case <-t.C:
+				case <-mctx.Done():
+					answer = "cut off"
+				}
+				t.Stop()
 			}
 			if err := st.Send(&str{Value: answer}); err != nil {
 				return err

@@ -63,12 +63,13 @@ type streamKey struct{}
 
 // MessageContext returns the context of the message a stream's handler
 // received last, when [WithMessageBudget] (or the caller, see
-// [HeaderMessageTimeout]) gives the stream a per-message budget: ctx is the
+// [HeaderMessageTimeout]) gives the stream a per-message budget or
+// [WithMessageAdmission] a per-message op: ctx is the
 // handler's context, and the message's context is a child of it whose
 // deadline is the per-message budget after the message arrived, or the
 // stream's deadline when that is earlier. The message's context ends at
 // its deadline, when the handler receives the next message, or when the
-// stream ends; do the message's work in it, so that a message that hangs
+// stream ends, and at once for a message the op refused; do the message's work in it, so that a message that hangs
 // is given up at its budget while the stream goes on. Before the first
 // message, outside such a stream, or for a unary call, MessageContext
 // returns ctx.
@@ -129,11 +130,17 @@ type handlerConn struct {
 	// budget (the policy set no deadline), which budget.Note needs.
 	observer budget.Observer
 
+	// op admits each message, when WithMessageAdmission gives the
+	// procedure one: a message is one attempt, from its receipt until the
+	// handler asks for the next one or returns.
+	op *budget.Op
+
 	mu        sync.Mutex
 	msgCtx    context.Context
-	msgCancel context.CancelFunc
-	idleErr   error // set once the peer went quiet
-	abandoned error // set once a Receive was left running: the stream is over
+	msgCancel context.CancelCauseFunc
+	attempt   *messageAttempt // the admitted attempt of the message last received
+	idleErr   error           // set once the peer went quiet
+	abandoned error           // set once a Receive was left running: the stream is over
 	timer     *time.Timer
 	done      chan error // the result of a Receive run in its own goroutine
 }
@@ -147,26 +154,101 @@ func newHandlerConn(ctx context.Context, conn connect.StreamingHandlerConn, perM
 	return hc
 }
 
-// Receive receives the next message and, with a per-message budget, starts
-// that message's context. With an idle timeout, it waits at most that long.
+// messageAttempt is a message an op admitted, until its handling ends.
+type messageAttempt struct {
+	start time.Time
+	ctx   context.Context
+	probe bool
+}
+
+// Receive receives the next message and, with a per-message budget or a
+// per-message op, starts that message's context. With an idle timeout, it
+// waits at most that long.
 func (hc *handlerConn) Receive(msg any) error {
+	hc.endMessage(time.Now()) // asking for the next message ends the last one's handling
 	var err error
 	if hc.idle > 0 {
 		err = hc.receiveIdle(msg)
 	} else {
 		err = hc.StreamingHandlerConn.Receive(msg)
 	}
-	if err == nil && hc.perMessage > 0 {
-		mctx, cancel := context.WithTimeout(hc.ctx, hc.perMessage)
-		hc.mu.Lock()
-		prev := hc.msgCancel
-		hc.msgCtx, hc.msgCancel = mctx, cancel
-		hc.mu.Unlock()
-		if prev != nil {
-			prev()
-		}
+	if err == nil && (hc.perMessage > 0 || hc.op != nil) {
+		hc.startMessage(time.Now())
 	}
 	return err
+}
+
+// startMessage starts the context of a message received at now.
+func (hc *handlerConn) startMessage(now time.Time) {
+	var mctx context.Context
+	var cancel context.CancelCauseFunc
+	var attempt *messageAttempt
+	deadline, bounded := hc.ctx.Deadline()
+	if hc.perMessage > 0 && (!bounded || now.Add(hc.perMessage).Before(deadline)) {
+		deadline, bounded = now.Add(hc.perMessage), true
+	}
+	if hc.op != nil {
+		available := time.Duration(1<<63 - 1)
+		if bounded {
+			available = deadline.Sub(now)
+		}
+		adm := hc.op.BeginAt(now, available)
+		if !adm.Admit {
+			// Refused: the message's context is over before it starts, and
+			// says why; the handler skips the message.
+			mctx, cancel = context.WithCancelCause(hc.ctx)
+			cancel(budget.Refuse(hc.ctx, hc.op.Name, now, adm.Available, adm.Needed))
+			hc.setMessage(mctx, cancel, nil)
+			return
+		}
+		if adm.Cap > 0 && (!bounded || now.Add(adm.Cap).Before(deadline)) {
+			deadline, bounded = now.Add(adm.Cap), true
+		}
+		attempt = &messageAttempt{start: now, probe: adm.Probe}
+	}
+	if bounded {
+		var c context.CancelFunc
+		mctx, c = context.WithDeadline(hc.ctx, deadline)
+		cancel = func(error) { c() }
+	} else {
+		mctx, cancel = context.WithCancelCause(hc.ctx)
+	}
+	if attempt != nil {
+		attempt.ctx = mctx
+	}
+	hc.setMessage(mctx, cancel, attempt)
+}
+
+// setMessage makes mctx the current message's context, ending the last
+// one's.
+func (hc *handlerConn) setMessage(mctx context.Context, cancel context.CancelCauseFunc, attempt *messageAttempt) {
+	hc.mu.Lock()
+	prev := hc.msgCancel
+	hc.msgCtx, hc.msgCancel, hc.attempt = mctx, cancel, attempt
+	hc.mu.Unlock()
+	if prev != nil {
+		prev(context.Canceled)
+	}
+}
+
+// endMessage records the end, at now, of the last message's admitted
+// attempt: a sample of the op's latency, or a censored one when the
+// message's deadline had passed.
+func (hc *handlerConn) endMessage(now time.Time) {
+	hc.mu.Lock()
+	a := hc.attempt
+	hc.attempt = nil
+	hc.mu.Unlock()
+	if a == nil {
+		return
+	}
+	outcome := budget.OutcomeOK
+	if dl, ok := a.ctx.Deadline(); ok && !now.Before(dl) {
+		outcome = budget.OutcomeExpired
+	} else if a.ctx.Err() != nil && hc.ctx.Err() != nil {
+		outcome = budget.OutcomeCanceled
+	}
+	hc.op.EndAt(a.start, now, outcome, a.probe)
 }
 
 // receiveIdle runs the wrapped Receive in a goroutine and waits for it at
@@ -229,6 +311,7 @@ func (hc *handlerConn) idleError() error {
 
 // end releases the stream's contexts once its handler returned.
 func (hc *handlerConn) end() {
+	hc.endMessage(time.Now())
 	hc.mu.Lock()
 	cancel := hc.msgCancel
 	hc.msgCancel = nil
@@ -237,7 +320,7 @@ func (hc *handlerConn) end() {
 	}
 	hc.mu.Unlock()
 	if cancel != nil {
-		cancel()
+		cancel(context.Canceled)
 	}
 	hc.cancel(context.Canceled)
 }

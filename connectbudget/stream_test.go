@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -285,5 +286,44 @@ func TestServerIdleTimeoutHTTP1(t *testing.T) {
 	}
 	if !contains(string(out), "deadline_exceeded") || !contains(string(out), "client sent nothing") {
 		t.Fatalf("answer %q, want a deadline_exceeded end of stream naming the client", out)
+	}
+}
+
+// An op admits each message of a stream: it learns that a message takes
+// 30 ms to handle, and then refuses, at once, the messages of a stream whose
+// per-message budget is 10 ms, while a stream with time still has its
+// messages handled.
+func TestServerMessageAdmission(t *testing.T) {
+	t.Parallel()
+	op := &budget.Op{Name: "work", MinSamples: 3}
+	svc := new(service)
+	url, hc := serve(t, transports[1], svc, connect.WithInterceptors(connectbudget.NewServerInterceptor(
+		connectbudget.WithMessageAdmission(connectbudget.Ops{workProc: op}.Op))))
+	talk := func(perMessage time.Duration, n int) []string {
+		st := connect.NewClient[str, str](hc, url+workProc).CallBidiStream(withTimeout(t, 30*time.Second))
+		if perMessage > 0 {
+			// Asked for as a client with connectbudget asks, but without
+			// its client-side bound, which a busy machine could trip.
+			st.RequestHeader().Set(connectbudget.HeaderMessageTimeout, strconv.FormatInt(perMessage.Milliseconds(), 10))
+		}
+		bodies := make([]string, n)
+		return exchange(t, st, bodies)
+	}
+	// Learn: every message has all the time it needs.
+	for i, got := range talk(0, 5) {
+		if got != "done" {
+			t.Fatalf("learning, message %d: %q, want done", i+1, got)
+		}
+	}
+	// 10 ms a message (the server gives it 9): each is refused before its
+	// work starts, rather than cut off.
+	for i, got := range talk(10*ms, 5) {
+		if got != "refused" {
+			t.Fatalf("10ms a message, message %d: %q, want refused", i+1, got)
+		}
+	}
+	// A stream with time is still served.
+	if got := talk(0, 2); got[0] != "done" || got[1] != "done" {
+		t.Fatalf("after the refusals: %v, want done twice", got)
 	}
 }
