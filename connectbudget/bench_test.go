@@ -131,3 +131,34 @@ func TestInterceptorAllocations(t *testing.T) {
 		t.Errorf("client interceptor: %v allocations, want at most %v (a bare call's %v and %d)", got, floor+maxClientExtra, floor, maxClientExtra)
 	}
 }
+
+// BenchmarkRoundTrip is a whole unary call over loopback h2c with the
+// Connect protocol: plain connect-go (the baseline), and with the
+// interceptors on both sides.
+func BenchmarkRoundTrip(b *testing.B) {
+	for _, withBudget := range []bool{false, true} {
+		name := "plain"
+		if withBudget {
+			name = "interceptors"
+		}
+		b.Run(name, func(b *testing.B) {
+			var hopts []connect.HandlerOption
+			var copts []connect.ClientOption
+			if withBudget {
+				hopts = append(hopts, connect.WithInterceptors(connectbudget.NewServerInterceptor()))
+				copts = append(copts, connect.WithInterceptors(connectbudget.NewClientInterceptor()))
+			}
+			url, hc := serve(b, transports[1], new(service), hopts...)
+			c := unaryClient(hc, url, copts...)
+			ctx, cancel := budget.Start(context.Background(), time.Hour)
+			defer cancel()
+			req := connect.NewRequest(&str{Value: "hi"})
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.CallUnary(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

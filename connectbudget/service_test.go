@@ -169,7 +169,7 @@ var protocols = []protocol{
 // serve starts the service on an httptest server speaking HTTP/1.1 and,
 // with h2c, HTTP/2 without TLS, and returns its URL and an HTTP client for
 // the transport.
-func serve(t *testing.T, tr transport, svc *service, opts ...connect.HandlerOption) (string, *http.Client) {
+func serve(t testing.TB, tr transport, svc *service, opts ...connect.HandlerOption) (string, *http.Client) {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(svc.handler(opts...))
 	srv.Config.Protocols = new(http.Protocols)
