@@ -2,11 +2,9 @@ module github.com/timebudget/budget/connectbudget/internal/conformance
 
 go 1.26.0
 
-tool (
-	connectrpc.com/conformance/cmd/connectconformance
-	connectrpc.com/conformance/cmd/referenceclient
-	connectrpc.com/conformance/cmd/referenceserver
-)
+tool connectrpc.com/conformance/cmd/connectconformance
+
+require go.uber.org/goleak v1.3.0
 
 require (
 	buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go v1.36.6-20250425153114-8976f5be98c1.1 // indirect
