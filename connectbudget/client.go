@@ -1,0 +1,352 @@
+package connectbudget
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/edge"
+	"github.com/timebudget/budget/wire"
+)
+
+// NewClientInterceptor returns an interceptor that sends each call's
+// remaining budget and refuses, without a network call, calls that cannot
+// finish in it, unary and streaming alike. It leaves calls a server handles
+// unchanged; see [NewServerInterceptor] for those.
+//
+// For a call whose context has a deadline it
+//
+//   - runs the call as one attempt of the procedure's op when
+//     [WithAdmission] gives it one: the op refuses a call its measurements
+//     say cannot finish, bounds the attempt by its Cap and the budget's
+//     reserve, and learns the call's latency;
+//   - refuses the call locally when less than the minimum useful time is
+//     left (after the transit allowance), so a timeout of zero or less is
+//     never sent. The error matches [budget.ErrInsufficient] (or
+//     [context.DeadlineExceeded] when the deadline has already passed) and
+//     carries connect.CodeDeadlineExceeded;
+//   - otherwise lets connect-go send the time left in the protocol's own
+//     header (Connect-Timeout-Ms, or grpc-timeout for gRPC and gRPC-Web),
+//     from the context's deadline less transit, and sends the same deadline
+//     as Request-Timeout-Ms and Request-Deadline, as httpbudget's Transport
+//     does: the relative value survives a proxy that drops the protocol's
+//     header, and the absolute one lets the callee charge the call's
+//     transit to the budget.
+//
+// A Canceled that arrives after the call's deadline has passed is reported
+// as DeadlineExceeded (see [CodeOf]); that and every DeadlineExceeded ending
+// a call with a deadline also match [context.DeadlineExceeded], as an
+// expiry of the budget, while connect.CodeOf still reports the code and
+// errors.As still finds the [*connect.Error]. It makes no retries of its
+// own. Calls without a deadline are sent unchanged (through the op, when
+// there is one).
+//
+// Streams also get the per-message budget of [WithMessageBudget] and the
+// idle timeout of [WithIdleTimeout].
+func NewClientInterceptor(opts ...ClientOption) connect.Interceptor {
+	cfg := clientConfig{minUseful: time.Millisecond}
+	for _, o := range opts {
+		if o != nil {
+			o.applyClient(&cfg)
+		}
+	}
+	return &client{cfg: cfg}
+}
+
+type client struct{ cfg clientConfig }
+
+func (c *client) op(procedure string) *budget.Op {
+	if c.cfg.ops == nil {
+		return nil
+	}
+	return c.cfg.ops(procedure)
+}
+
+func (c *client) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if !req.Spec().IsClient {
+			return next(ctx, req)
+		}
+		procedure := req.Spec().Procedure
+		var resp connect.AnyResponse
+		call := func(actx context.Context) error {
+			octx, cancel, err := c.outgoing(actx, procedure, req.Header())
+			if err != nil {
+				return err
+			}
+			var cerr error
+			resp, cerr = next(octx, req)
+			err = c.result(octx, cerr)
+			if cancel != nil {
+				cancel()
+			}
+			return err
+		}
+		var err error
+		if op := c.op(procedure); op != nil {
+			err = op.Do(ctx, call)
+		} else {
+			err = call(ctx)
+		}
+		if err != nil {
+			return resp, c.result(ctx, err)
+		}
+		return resp, nil
+	}
+}
+
+// WrapStreamingHandler returns next unchanged: this interceptor makes calls.
+func (c *client) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
+
+func (c *client) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
+		procedure := spec.Procedure
+		if op := c.op(procedure); op != nil && ctx.Err() == nil {
+			if dec := op.Admit(ctx); !dec.Admit {
+				err := budget.Refuse(ctx, op.Name, time.Now(), dec.Available, dec.Needed)
+				return &errConn{spec: spec, err: c.result(ctx, err)}
+			}
+		}
+		header := make(http.Header, 3)
+		octx, cancel, err := c.outgoing(ctx, procedure, header)
+		if err != nil {
+			return &errConn{spec: spec, err: c.result(ctx, err)}
+		}
+		if c.cfg.message > 0 {
+			header.Set(HeaderMessageTimeout, strconv.FormatInt(c.cfg.message.Milliseconds(), 10))
+		}
+		sc := &clientConn{ctx: ctx, c: c, cancel: cancel, stage: procedure}
+		if c.cfg.message > 0 || c.cfg.idle > 0 {
+			var cancelCause context.CancelCauseFunc
+			octx, cancelCause = context.WithCancelCause(octx)
+			sc.cancelCause = cancelCause
+			sc.opCtx = octx
+		}
+		conn := next(octx, spec)
+		for k, v := range header {
+			conn.RequestHeader()[k] = v
+		}
+		sc.StreamingClientConn = conn
+		if sc.cancel == nil && sc.cancelCause == nil {
+			if _, ok := ctx.Deadline(); !ok {
+				return conn // no deadline and no stream timeouts: nothing to do
+			}
+		}
+		return sc
+	}
+}
+
+// outgoing checks that the call is worth sending and prepares its context
+// (the transit allowance taken off its deadline) and header. cancel is nil
+// when the context was not derived.
+func (c *client) outgoing(ctx context.Context, procedure string, header http.Header) (context.Context, context.CancelFunc, error) {
+	call, ok, err := edge.Send(ctx, procedure, edge.Outbound{Transit: c.cfg.transit, MinUseful: c.cfg.minUseful})
+	if !ok || err != nil {
+		return ctx, nil, err
+	}
+	var cancel context.CancelFunc
+	if c.cfg.transit > 0 {
+		ctx, cancel = context.WithDeadlineCause(ctx, call.Deadline, budget.ErrExpired)
+	}
+	var buf [24]byte
+	header[requestTimeoutKey] = []string{string(call.AppendTimeout(buf[:0]))}
+	if v, ok := call.AppendDeadline(buf[:0]); ok {
+		header[requestDeadlineKey] = []string{string(v)}
+	}
+	if v, ok := call.AppendAttempt(buf[:0]); ok {
+		header[requestAttemptKey] = []string{string(v)}
+	}
+	return ctx, cancel, nil
+}
+
+// The canonical keys of the headers the client sends.
+var (
+	requestTimeoutKey  = http.CanonicalHeaderKey(wire.HeaderRequestTimeout)
+	requestDeadlineKey = http.CanonicalHeaderKey(wire.HeaderRequestDeadline)
+	requestAttemptKey  = http.CanonicalHeaderKey(wire.HeaderRequestAttempt)
+)
+
+// result gives a call's error its code, reporting a cancellation after the
+// deadline as an expiry. A DeadlineExceeded that ends a call with a deadline
+// is an expiry of the budget, so it is made to match
+// [context.DeadlineExceeded] as well, which connect-go's errors from the
+// wire do not.
+func (c *client) result(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := ctx.Deadline(); ok && CodeOf(ctx, err) == connect.CodeDeadlineExceeded &&
+		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, budget.ErrInsufficient) {
+		if code, ok := connectCode(err); ok && code == connect.CodeDeadlineExceeded {
+			return &expiry{err: err}
+		}
+		return connect.NewError(connect.CodeDeadlineExceeded, &expiry{err: err})
+	}
+	return toConnect(ctx, err)
+}
+
+// clientConn maps the errors of a stream's operations as the interceptor
+// maps a unary call's, and bounds them by the per-message budget and the
+// idle timeout.
+type clientConn struct {
+	connect.StreamingClientConn
+	ctx    context.Context    // the caller's
+	c      *client            // configuration
+	stage  string             // the procedure
+	cancel context.CancelFunc // of the transit deadline; nil when none
+
+	// With a per-message budget or an idle timeout: the stream's context,
+	// canceled with the cause of the timer that fired.
+	opCtx       context.Context
+	cancelCause context.CancelCauseFunc
+
+	mu     sync.Mutex
+	timer  *time.Timer
+	cause  error // what the armed timer reports when it fires
+	fired  error // the cause, once a timer fired
+	closed bool
+}
+
+// arm starts the timer of one operation; it returns the time it started.
+func (s *clientConn) arm(d time.Duration, cause error) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cause = cause
+	if s.timer == nil {
+		s.timer = time.AfterFunc(d, s.fire)
+	} else {
+		s.timer.Reset(d)
+	}
+	return time.Now()
+}
+
+func (s *clientConn) disarm() {
+	s.mu.Lock()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.mu.Unlock()
+}
+
+func (s *clientConn) fire() {
+	s.mu.Lock()
+	cause := s.cause
+	if s.fired == nil {
+		s.fired = cause
+	}
+	s.mu.Unlock()
+	s.cancelCause(cause)
+}
+
+// bound runs op under the timer for what, when one applies.
+func (s *clientConn) bound(what string, op func() error) error {
+	if s.cancelCause == nil {
+		return op()
+	}
+	d, cause := s.c.cfg.message, error(nil)
+	if d > 0 {
+		cause = &messageError{stage: s.stage, what: what, d: d}
+	}
+	if what == "Receive" && s.c.cfg.idle > 0 && (d <= 0 || s.c.cfg.idle < d) {
+		d, cause = s.c.cfg.idle, &idleError{stage: s.stage, quiet: "server", d: s.c.cfg.idle}
+	}
+	if d <= 0 {
+		return op()
+	}
+	started := s.arm(d, cause)
+	err := op()
+	s.disarm()
+	if err != nil {
+		s.mu.Lock()
+		fired := s.fired
+		s.mu.Unlock()
+		if fired != nil {
+			budget.Note(s.ctx, budget.Event{Kind: budget.EventAttempt, Stage: s.stage + " " + what, At: started,
+				Duration: time.Since(started), Outcome: budget.OutcomeExpired, Err: fired})
+			return connect.NewError(connect.CodeDeadlineExceeded, fired)
+		}
+	}
+	return err
+}
+
+// done releases the stream's derived contexts once the stream is over.
+func (s *clientConn) done() {
+	s.mu.Lock()
+	closed := s.closed
+	s.closed = true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.mu.Unlock()
+	if closed {
+		return
+	}
+	if s.cancelCause != nil {
+		s.cancelCause(context.Canceled)
+	}
+	if s.cancel != nil {
+		s.cancel()
+	}
+}
+
+// Send sends a message, within the per-message budget when there is one.
+func (s *clientConn) Send(msg any) error {
+	err := s.bound("Send", func() error { return s.StreamingClientConn.Send(msg) })
+	if err == nil || errors.Is(err, io.EOF) {
+		return err
+	}
+	return s.c.result(s.ctx, err)
+}
+
+// Receive receives a message, within the per-message budget and the idle
+// timeout when there are any.
+func (s *clientConn) Receive(msg any) error {
+	err := s.bound("Receive", func() error { return s.StreamingClientConn.Receive(msg) })
+	if err == nil {
+		return nil
+	}
+	s.done() // the stream is over
+	if errors.Is(err, io.EOF) {
+		return err
+	}
+	return s.c.result(s.ctx, err)
+}
+
+// CloseResponse closes the response and releases the stream's contexts.
+func (s *clientConn) CloseResponse() error {
+	err := s.StreamingClientConn.CloseResponse()
+	s.done()
+	return err
+}
+
+// errConn is a stream that was refused before it was opened: every
+// operation returns the refusal.
+type errConn struct {
+	spec connect.Spec
+	err  error
+	req  http.Header
+}
+
+func (e *errConn) Spec() connect.Spec { return e.spec }
+func (e *errConn) Peer() connect.Peer { return connect.Peer{} }
+func (e *errConn) Send(any) error     { return e.err }
+func (e *errConn) RequestHeader() http.Header {
+	if e.req == nil {
+		e.req = make(http.Header)
+	}
+	return e.req
+}
+func (e *errConn) CloseRequest() error          { return e.err }
+func (e *errConn) Receive(any) error            { return e.err }
+func (e *errConn) ResponseHeader() http.Header  { return make(http.Header) }
+func (e *errConn) ResponseTrailer() http.Header { return make(http.Header) }
+func (e *errConn) CloseResponse() error         { return nil }

@@ -1,0 +1,248 @@
+package connectbudget
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/edge"
+	"github.com/timebudget/budget/internal/margin"
+	"github.com/timebudget/budget/wire"
+)
+
+// NewServerInterceptor returns an interceptor that applies an inbound
+// deadline policy to every call before its handler sees it, unary and
+// streaming alike. Install it first (connect.WithInterceptors), so that the
+// rest of the chain runs within the budget. It leaves calls a client makes
+// unchanged; see [NewClientInterceptor] for those.
+//
+// connect-go has already turned the call's Connect-Timeout-Ms (Connect
+// protocol) or grpc-timeout (gRPC and gRPC-Web) into the deadline of the
+// handler's context, as the client sent it: no maximum, no default, no
+// minimum. The interceptor adds the policy. It reads the request's headers,
+// so that every trusted source counts (Connect-Timeout-Ms, grpc-timeout,
+// Request-Timeout-Ms, Request-Deadline, ...) and the strictest wins; it
+// then applies Max, Default, Min, Reserve and the malformed-value rule
+// ([wire.Policy.Decide]), and either
+//
+//   - refuses the call, without running the handler: DeadlineExceeded when
+//     the deadline has passed or less than Min is left, InvalidArgument
+//     naming the header for a malformed value under a Strict policy; or
+//   - runs the handler with a context carrying the call's budget and ledger
+//     ([budget.Config.StartUntil]), as one attempt of the procedure's op
+//     when [WithAdmission] gives it one; a call the op's measurements say
+//     cannot finish is refused with DeadlineExceeded before the handler
+//     runs.
+//
+// A budget is never extended past its parent, so the handler's deadline is
+// never later than the one connect-go derived from the client's timeout,
+// whatever the policy trusts: the client stops waiting then. With Max set,
+// Max is a ceiling: the handler's deadline is at most Max after arrival
+// whatever the client sent. Trust decides whether a header counts as a
+// source (and so whether Default applies and Min is checked against it).
+// A malformed Connect-Timeout-Ms or grpc-timeout never reaches the
+// interceptor: connect-go rejects the call first.
+//
+// The handler's deadline is the caller's less the larger of the policy's
+// Reserve and the answer margin ([WithAnswerMargin]), so that the handler
+// stops, and its answer reaches the caller, before the caller stops
+// waiting.
+//
+// Errors the handler returns without a Connect code are given one with
+// [CodeOf]; a Canceled returned after the budget's deadline becomes
+// DeadlineExceeded, and so does a nil error returned after the budget ran
+// out: a budget that ran out never reads as success. Calls for which the
+// policy sets no deadline run the handler with its context unchanged.
+// Skewed and malformed values are reported to the observer as
+// [budget.EventSkew] and [budget.EventMalformed], refusals as
+// [budget.EventRefuse].
+//
+// Streams also get the per-message budget of [WithMessageBudget] (read it
+// with [MessageContext]) and the idle timeout of [WithIdleTimeout]; without
+// them a stream runs under one deadline, the whole call's.
+//
+// An invalid policy makes the constructor panic at setup (see
+// [WithPolicy]).
+func NewServerInterceptor(opts ...ServerOption) connect.Interceptor {
+	var cfg serverConfig
+	for _, o := range opts {
+		if o != nil {
+			o.applyServer(&cfg)
+		}
+	}
+	if cfg.policy == nil {
+		cfg.policy = new(wire.Switch)
+		_ = cfg.policy.Store(&wire.Policy{})
+	}
+	k := margin.New(cfg.margin)
+	return &server{cfg: cfg, margin: k, arrival: edge.Arrival{Adapter: "connectbudget",
+		Observer: cfg.observer, LedgerCapacity: cfg.ledgerCap, Margin: k}}
+}
+
+type server struct {
+	cfg     serverConfig
+	margin  *margin.Keeper
+	arrival edge.Arrival // Stage is set per call
+}
+
+func (s *server) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if req.Spec().IsClient {
+			return next(ctx, req)
+		}
+		procedure := req.Spec().Procedure
+		bctx, cancel, _, err := s.arrive(ctx, procedure, req.Header())
+		if err != nil {
+			return nil, err
+		}
+		if cancel != nil {
+			defer cancel()
+		}
+		var resp connect.AnyResponse
+		if op := s.op(procedure); op != nil {
+			err = op.Do(bctx, func(ctx context.Context) error {
+				var err error
+				resp, err = next(ctx, req)
+				return err
+			})
+		} else {
+			resp, err = next(bctx, req)
+		}
+		s.learn(bctx)
+		if err != nil {
+			return resp, toConnect(bctx, err)
+		}
+		if err := s.finish(bctx, procedure); err != nil {
+			return nil, err
+		}
+		return resp, nil
+	}
+}
+
+// WrapStreamingClient returns next unchanged: this interceptor serves calls.
+func (s *server) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (s *server) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		procedure := conn.Spec().Procedure
+		bctx, cancel, p, err := s.arrive(ctx, procedure, conn.RequestHeader())
+		if err != nil {
+			return err
+		}
+		if cancel != nil {
+			defer cancel()
+		}
+		var hc *handlerConn
+		var messageOp *budget.Op
+		if s.cfg.messageOps != nil {
+			messageOp = s.cfg.messageOps(procedure)
+		}
+		if perMessage := s.messageBudget(p, conn.RequestHeader()); perMessage > 0 || s.cfg.idle > 0 || messageOp != nil {
+			hc = newHandlerConn(bctx, conn, perMessage, s.cfg.idle, s.stage(procedure))
+			hc.op = messageOp
+			if cancel == nil {
+				hc.observer = s.cfg.observer // no budget to note the idle event in
+			}
+			conn = hc
+			bctx = context.WithValue(hc.ctx, streamKey{}, hc)
+			defer hc.end()
+		}
+		if op := s.op(procedure); op != nil {
+			err = op.Do(bctx, func(ctx context.Context) error { return next(ctx, conn) })
+		} else {
+			err = next(bctx, conn)
+		}
+		s.learn(bctx)
+		if hc != nil {
+			// A stream whose peer went quiet ends as the idle timeout says,
+			// whatever the handler made of the Receive error.
+			if idle := hc.idleError(); idle != nil && !errors.Is(err, ErrIdle) {
+				return connect.NewError(connect.CodeDeadlineExceeded, idle)
+			}
+		}
+		if err == nil {
+			return s.finish(bctx, procedure)
+		}
+		return toConnect(bctx, err)
+	}
+}
+
+// learn teaches the answer margin how late after its deadline a handler
+// returned.
+func (s *server) learn(ctx context.Context) {
+	if ctx.Err() == nil {
+		return
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		if late := time.Since(deadline); late > 0 {
+			s.margin.Observe(late)
+		}
+	}
+}
+
+// finish checks a handler that returned a nil error. When its budget had
+// run out by its deadline, the call is answered DeadlineExceeded: a reply
+// made after the budget ran out is late by definition. For a stream, the
+// messages already sent stay sent; the end of the stream, which comes last,
+// says it was cut short. A call canceled by its caller is left alone.
+func (s *server) finish(ctx context.Context, procedure string) error {
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil
+	}
+	return connect.NewError(connect.CodeDeadlineExceeded,
+		&budget.Error{Stage: s.stage(procedure), Outcome: budget.OutcomeExpired, Err: context.DeadlineExceeded})
+}
+
+func (s *server) op(procedure string) *budget.Op {
+	if s.cfg.ops == nil {
+		return nil
+	}
+	return s.cfg.ops(procedure)
+}
+
+func (s *server) stage(procedure string) string {
+	if s.cfg.stage != "" {
+		return s.cfg.stage
+	}
+	return procedure
+}
+
+// arrive applies the policy to a call arriving with ctx and header. It
+// returns the context the handler runs in and, when a budget was started,
+// its cancel function, with the policy it applied (nil when enforcement is
+// off); or the error refusing the call.
+func (s *server) arrive(ctx context.Context, procedure string, header http.Header) (context.Context, context.CancelFunc, *wire.Policy, error) {
+	now := time.Now()
+	p := s.cfg.policy.Load()
+	if p == nil {
+		return ctx, nil, nil, nil
+	}
+	stage := s.stage(procedure)
+	a := s.arrival
+	a.Stage = stage
+	bctx, cancel, dec, err := a.Arrive(ctx, p, edge.Request{Header: wire.HTTPHeader(header), Now: now})
+	if err != nil {
+		return nil, nil, p, refusal(stage, p.Min, dec, err)
+	}
+	return bctx, cancel, p, nil
+}
+
+// refusal is the error of a call the policy refused on arrival.
+func refusal(stage string, min time.Duration, dec wire.Decision, err error) error {
+	switch dec.Reason {
+	case wire.ReasonMalformed:
+		return connect.NewError(connect.CodeInvalidArgument, err)
+	case wire.ReasonExpired:
+		return connect.NewError(connect.CodeDeadlineExceeded,
+			&budget.Error{Stage: stage, Outcome: budget.OutcomeExpired, Remaining: dec.Remaining, Err: err})
+	default:
+		return connect.NewError(connect.CodeDeadlineExceeded,
+			&budget.Error{Stage: stage, Outcome: budget.OutcomeShed, Remaining: dec.Remaining, Needed: min})
+	}
+}
