@@ -27,6 +27,7 @@ type serverConfig struct {
 	ledgerCap int
 	ops       func(fullMethod string) *budget.Op
 	margin    time.Duration
+	stream    streamConfig
 }
 
 type clientConfig struct {
@@ -34,6 +35,7 @@ type clientConfig struct {
 	minUseful time.Duration
 	metadata  bool
 	ops       func(fullMethod string) *budget.Op
+	stream    streamConfig
 }
 
 type serverOption func(*serverConfig)
