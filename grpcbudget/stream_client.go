@@ -22,6 +22,7 @@ type clientWatch struct {
 	cancel  context.CancelCauseFunc
 	message time.Duration
 	idle    time.Duration
+	idleErr error // what a RecvMsg past the idle timeout ends with
 
 	recv, send *time.Timer // created on first use; armed only during an operation
 }
@@ -37,7 +38,7 @@ func (c *client) watchStream(ctx, octx context.Context) (context.Context, *clien
 	if sc.message > 0 {
 		octx = metadata.AppendToOutgoingContext(octx, MessageTimeoutKey, strconv.FormatInt(sc.message.Milliseconds(), 10))
 	}
-	w := &clientWatch{caller: ctx, message: sc.message, idle: sc.idle}
+	w := &clientWatch{caller: ctx, message: sc.message, idle: sc.idle, idleErr: &idleError{side: "server", idle: sc.idle}}
 	w.ctx, w.cancel = context.WithCancelCause(octx)
 	return w.ctx, w
 }
@@ -46,7 +47,7 @@ func (c *client) watchStream(ctx, octx context.Context) (context.Context, *clien
 func (w *clientWatch) recvLimit() (time.Duration, error) {
 	switch {
 	case w.idle > 0 && (w.message <= 0 || w.idle <= w.message):
-		return w.idle, &idleError{side: "server", idle: w.idle}
+		return w.idle, w.idleErr
 	case w.message > 0:
 		return w.message, ErrMessageBudget
 	}

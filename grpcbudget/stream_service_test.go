@@ -116,11 +116,18 @@ func (s *streamService) hangs() []time.Duration {
 // when the test ends.
 func serveStreams(t testing.TB, srvOpts []grpc.ServerOption, dialOpts ...grpc.DialOption) (grpc_testing.TestServiceClient, *streamService) {
 	t.Helper()
+	svc := &streamService{}
+	c, _ := serveStreamsWith(t, svc, srvOpts, dialOpts...)
+	return c, svc
+}
+
+// serveStreamsWith starts svc on a real loopback listener.
+func serveStreamsWith(t testing.TB, svc grpc_testing.TestServiceServer, srvOpts []grpc.ServerOption, dialOpts ...grpc.DialOption) (grpc_testing.TestServiceClient, *grpc.Server) {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &streamService{}
 	srv := grpc.NewServer(srvOpts...)
 	grpc_testing.RegisterTestServiceServer(srv, svc)
 	done := make(chan struct{})
@@ -138,7 +145,7 @@ func serveStreams(t testing.TB, srvOpts []grpc.ServerOption, dialOpts ...grpc.Di
 		srv.Stop()
 		<-done
 	})
-	return grpc_testing.NewTestServiceClient(conn), svc
+	return grpc_testing.NewTestServiceClient(conn), srv
 }
 
 // streamServer returns server options installing the stream interceptor
