@@ -51,4 +51,37 @@
 // span IDs, which links a refusal or an expiry on a dashboard to the trace
 // in which it happened. The Prometheus exporter exposes exemplars in the
 // OpenMetrics format.
+//
+// # Baggage: a deadline through services that run no budget code
+//
+// [Propagator] carries the request's deadline in W3C baggage, which every
+// OpenTelemetry-instrumented service forwards in every language, so a
+// request that crosses a service instrumented with otelhttp or otelgrpc
+// alone still carries its budget. Install it in place of
+// propagation.Baggage in the services that run this library; the others
+// keep the standard propagators.
+//
+// The wire format, for other implementations: one baggage list-member with
+// the key "budget-deadline" (see [BaggageKey]) whose value is the absolute
+// deadline on the sender's wall clock in Unix milliseconds, rounded down,
+// as 1 to 15 ASCII digits with no sign, space or unit, and no properties,
+// for example
+//
+//	baggage: userid=42,budget-deadline=1767225600123
+//
+// A sender writes the deadline it waits until, replacing any member it
+// received. A receiver reads the value exactly as the Request-Deadline
+// header: it counts only when the receiver's policy trusts Request-Deadline;
+// a value further in the past than the skew threshold (250 ms by default)
+// says the clocks disagree and is ignored; a value in the past within the
+// threshold means the request expired; a value later than the policy's
+// Max is clamped to it; anything else (signs, units, fractions, more than
+// 15 digits) is malformed, ignored and counted, or refused under a strict
+// policy. A receiver removes the member from the baggage it passes on and
+// writes its own deadline instead.
+//
+// Criticality (critical, default or sheddable), once the budget module
+// defines it, will travel as a second member beside this one under the same
+// trust rule; the key "budget-criticality" is reserved for it, and
+// Propagator reads and writes only "budget-deadline" today.
 package otelbudget
