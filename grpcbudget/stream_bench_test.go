@@ -211,3 +211,31 @@ func serveService(t testing.TB, svc grpc_testing.TestServiceServer, srvOpts []gr
 	c, _ := serveStreamsWith(t, svc, srvOpts, dialOpts...)
 	return c
 }
+
+// BenchmarkEachMessage is the per-message price of EachMessage with no
+// network under it: a stream of 1,000 messages handed out at once, handled
+// by a handler that does nothing, without a per-message budget (plain: the
+// message context is a context.WithCancel) and with one (budget: a
+// context.WithDeadlineCause per message). ns/op and allocs/op are per stream
+// of 1,000 messages; the ns/msg metric is per message.
+func BenchmarkEachMessage(b *testing.B) {
+	const msgs = 1000
+	for _, bc := range []struct {
+		name string
+		opts []grpcbudget.ServerOption
+	}{{"plain", nil}, {"budget", []grpcbudget.ServerOption{grpcbudget.WithMessageBudget(time.Second)}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			intercept := grpcbudget.StreamServerInterceptor(bc.opts...)
+			handler := eachMessage(func(ctx context.Context, _ *grpc_testing.StreamingOutputCallRequest) error {
+				_ = ctx.Done()
+				return nil
+			})
+			b.ReportAllocs()
+			start := time.Now()
+			for b.Loop() {
+				_ = intercept(struct{}{}, &fakeServerStream{ctx: context.Background(), n: msgs}, duplexInfo, handler)
+			}
+			b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*msgs), "ns/msg")
+		})
+	}
+}
