@@ -92,8 +92,14 @@ func streamStateOf(ctx context.Context) *streamState {
 // clock read and the allocations of [context.WithDeadlineCause] (about
 // three).
 func MessageContext(stream context.Context) (context.Context, context.CancelFunc) {
-	if st := streamStateOf(stream); st != nil && st.message > 0 {
-		return context.WithDeadlineCause(stream, time.Now().Add(st.message), ErrMessageBudget)
+	return messageContext(stream, streamStateOf(stream), time.Now())
+}
+
+// messageContext is MessageContext for a message that arrived at now on a
+// stream whose state is st (nil for none).
+func messageContext(stream context.Context, st *streamState, now time.Time) (context.Context, context.CancelFunc) {
+	if st != nil && st.message > 0 {
+		return context.WithDeadlineCause(stream, now.Add(st.message), ErrMessageBudget)
 	}
 	return context.WithCancel(stream)
 }
@@ -151,7 +157,7 @@ func EachMessage[M any](stream MessageStream[M], handle func(ctx context.Context
 
 func handleMessage[M any](ctx context.Context, st *streamState, msg *M, handle func(context.Context, *M) error) error {
 	start := time.Now()
-	mctx, cancel := MessageContext(ctx)
+	mctx, cancel := messageContext(ctx, st, start)
 	defer cancel()
 	var err error
 	if st != nil && st.op != nil {
