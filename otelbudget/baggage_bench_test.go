@@ -50,8 +50,8 @@ func BenchmarkPropagator(b *testing.B) {
 }
 
 // TestPropagatorAllocations pins what carrying the deadline adds to
-// propagation.Baggage, measured for one user member: Inject formats the
-// deadline and builds the member and a new baggage (measured: 7 more);
+// propagation.Baggage, measured for one user member: Inject appends the
+// member to the baggage's text (measured: 1 more, the joined string);
 // Extract copies the baggage without the member, decides it, places the
 // deadline (a timer context registered with the request's context) and
 // stores the decision (measured: 15 more).
@@ -70,7 +70,7 @@ func TestPropagatorAllocations(t *testing.T) {
 			cancel()
 		})
 	}
-	const maxInjectExtra, maxExtractExtra = 7, 15
+	const maxInjectExtra, maxExtractExtra = 1, 15
 	if got, base := inject(prop), inject(propagation.Baggage{}); got-base > maxInjectExtra {
 		t.Errorf("Inject: %v allocations, %v more than propagation.Baggage, want at most %d more", got, got-base, maxInjectExtra)
 	}
