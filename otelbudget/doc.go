@@ -80,6 +80,16 @@
 // policy. A receiver removes the member from the baggage it passes on and
 // writes its own deadline instead.
 //
+// Baggage travels further than headers: a public edge that runs otelhttp
+// but not this library forwards whatever a client put in the baggage. The
+// propagator's policy ([WithPolicy]) is its own, so a service can read the
+// headers under one policy and the baggage under a stricter one (a Max, or
+// Trust without [wire.SourceRequestDeadline] to ignore the member), and an
+// edge that runs this library drops a client's member by reading it under
+// a policy that trusts [wire.SourcesNone]. A member can only shorten a
+// request's time or ask for up to Max; it never lifts a deadline the
+// server's own adapter sets.
+//
 // Criticality (critical, default or sheddable), once the budget module
 // defines it, will travel as a second member beside this one under the same
 // trust rule; the key "budget-criticality" is reserved for it, and
