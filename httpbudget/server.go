@@ -92,13 +92,16 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
-	ctx, cancel, dec, err := h.arrival.Arrive(r.Context(), h.cfg.policy.Load(), edge.Request{Header: wire.HTTPHeader(r.Header), Now: now})
+	ctx, cancel, dec, err := h.arrival.Arrive(r.Context(), h.cfg.policy.Load(), h.request(r, now))
 	if err != nil {
 		h.refuse(w, r, dec, err)
 		return
 	}
 	if cancel == nil {
-		h.next.ServeHTTP(w, r)
+		if ctx != r.Context() {
+			r = r.WithContext(ctx) // no deadline, but a class
+		}
+		h.serve(r.Context(), w, r)
 		return
 	}
 	defer cancel()
@@ -106,7 +109,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.serverTiming {
 		aw.ledger = budget.LedgerFrom(ctx)
 	}
-	h.next.ServeHTTP(aw, r.WithContext(ctx))
+	h.serve(ctx, aw, r)
 	h.finish(ctx, aw, r)
 }
 
