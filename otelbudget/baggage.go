@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/edge"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -18,6 +19,13 @@ import (
 // header writes it ("budget-deadline=1767225600123"). It has no properties;
 // a receiver ignores any. See the package documentation for how it is read.
 const BaggageKey = "budget-deadline"
+
+// BaggageCriticalityKey is the W3C baggage member that carries a request's
+// class ([budget.Criticality]) beside its deadline: "critical" or
+// "sheddable", exactly as the Request-Criticality header writes it
+// ("budget-criticality=critical"). The default class is not sent. A receiver
+// reads "critical", "default" and "sheddable" in any ASCII case.
+const BaggageCriticalityKey = "budget-criticality"
 
 // Propagator is a [propagation.TextMapPropagator] for W3C baggage that also
 // carries the request's deadline, as the baggage member [BaggageKey]. Use it
@@ -30,10 +38,12 @@ const BaggageKey = "budget-deadline"
 // Inject writes the deadline of the context (its Deadline method, as grpc-go
 // and net/http see it) beside the context's other baggage members, replacing
 // any stale budget-deadline member the baggage held; a context without a
-// deadline sends none. Extract reads the baggage, takes the member out of it,
-// decides it under the inbound policy as if it were a Request-Deadline
-// header, and places the deadline it yields on the returned context, so the
-// handler's work, and the next hop's client, see it. A service instrumented
+// deadline sends none; the request's class ([budget.CriticalityFrom]), when
+// not the default, goes beside it as [BaggageCriticalityKey]. Extract reads
+// the baggage, takes the members out of it, decides them under the inbound
+// policy as if they were the Request-Deadline and Request-Criticality
+// headers, and places the deadline and class they yield on the returned
+// context, so the handler's work, and the next hop's client, see them. A service instrumented
 // with otelhttp or otelgrpc alone, in any language, forwards the member with
 // the rest of the baggage, so the budget crosses it.
 //
@@ -58,8 +68,10 @@ func (f propagatorOption) applyPropagator(p *Propagator) { f(p) }
 // (the zero policy does; an edge trusting [wire.SourcesNone] ignores it, as
 // it ignores the header), lies no further in the past than the policy's
 // Skew, and is clamped to its Max; a malformed one is counted and ignored, or
-// recorded as a refusal under a Strict policy. The default is the zero
-// policy; a nil p turns reading off (Inject still writes).
+// recorded as a refusal under a Strict policy. The class member counts only
+// when the policy trusts [wire.SourceRequestCriticality], as the
+// Request-Criticality header. The default is the zero policy; a nil p turns
+// reading off (Inject still writes).
 //
 // A policy that [wire.Policy.Validate] rejects makes NewPropagator panic with
 // an error matching [budget.ErrMisconfigured] and [wire.ErrInvalidPolicy],
@@ -107,34 +119,56 @@ func (p *Propagator) load() *wire.Policy {
 func (p *Propagator) Fields() []string { return []string{"baggage"} }
 
 // Inject writes the context's baggage to carrier, with the context's
-// deadline as the [BaggageKey] member in place of any the baggage held. A
+// deadline as the [BaggageKey] member and its class, when not the default,
+// as the [BaggageCriticalityKey] member, in place of any the baggage held. A
 // deadline that cannot be written (before 1970) and a baggage that is full
 // (the W3C limits: 64 members, 8192 bytes) send no deadline.
 func (p *Propagator) Inject(ctx context.Context, carrier propagation.TextMapCarrier) {
-	bag := baggage.FromContext(ctx)
-	if bag.Member(BaggageKey).Key() != "" {
-		bag = bag.DeleteMember(BaggageKey)
-	}
+	bag := withoutOurs(baggage.FromContext(ctx))
 	v := bag.String()
-	if dl, ok := ctx.Deadline(); ok && bag.Len() < maxMembers {
-		// The member is appended as text: its key and digits need no
-		// escaping, and building a Member and a new Baggage for it would
-		// cost four times what propagation.Baggage's Inject costs.
-		var buf [64]byte
-		m := append(buf[:0], BaggageKey...)
-		m = append(m, '=')
+	n := bag.Len()
+	// The members are appended as text: their keys and values need no
+	// escaping, and building a Member and a new Baggage for each would cost
+	// four times what propagation.Baggage's Inject costs.
+	var buf [64]byte
+	if dl, ok := ctx.Deadline(); ok {
+		m := append(append(buf[:0], BaggageKey...), '=')
 		if m, ok = wire.AppendRequestDeadline(m, dl); ok {
-			switch {
-			case v == "":
-				v = string(m)
-			case len(v)+1+len(m) <= maxBytes:
-				v = v + "," + string(m)
-			}
+			v, n = appendMember(v, n, m)
 		}
+	}
+	if class, ok := edge.CriticalityValue(ctx); ok {
+		m := append(append(buf[:0], BaggageCriticalityKey...), '=')
+		v, _ = appendMember(v, n, append(m, class...))
 	}
 	if v != "" {
 		carrier.Set("baggage", v)
 	}
+}
+
+// appendMember adds the list-member m to the baggage text v of n members,
+// unless that would break the W3C limits.
+func appendMember(v string, n int, m []byte) (string, int) {
+	switch {
+	case n >= maxMembers:
+		return v, n
+	case v == "":
+		return string(m), n + 1
+	case len(v)+1+len(m) <= maxBytes:
+		return v + "," + string(m), n + 1
+	}
+	return v, n
+}
+
+// withoutOurs returns bag without this package's members.
+func withoutOurs(bag baggage.Baggage) baggage.Baggage {
+	if bag.Member(BaggageKey).Key() != "" {
+		bag = bag.DeleteMember(BaggageKey)
+	}
+	if bag.Member(BaggageCriticalityKey).Key() != "" {
+		bag = bag.DeleteMember(BaggageCriticalityKey)
+	}
+	return bag
 }
 
 // The W3C baggage limits, which OpenTelemetry enforces on reading.
@@ -148,6 +182,13 @@ const (
 // member under the policy ([WithPolicy]) with [wire.Policy.Decide], as a
 // Request-Deadline header is decided: trust, skew guard, Max, Reserve, Min
 // and the malformed-value rule. [BaggageDecision] returns the decision.
+//
+// A trusted, valid [BaggageCriticalityKey] member puts its class on the
+// returned context ([budget.WithCriticality]). A server adapter that runs
+// after Extract (httpbudget, grpcbudget) gives the handler the class of its
+// own headers, classifier or policy; to keep the baggage's class there, give
+// the adapter a classifier that returns [budget.CriticalityFrom] of the
+// request's context (httpbudget.WithClassifier, grpcbudget.WithClassifier).
 //
 // When the member set the deadline, the returned context carries it (the
 // decision's Deadline: the caller's less the policy's Reserve), with
@@ -169,25 +210,27 @@ func (p *Propagator) Extract(parent context.Context, carrier propagation.TextMap
 	now := time.Now()
 	ctx := propagation.Baggage{}.Extract(parent, carrier)
 	bag := baggage.FromContext(ctx)
-	m := bag.Member(BaggageKey)
-	if m.Key() == "" {
+	h := members{deadline: bag.Member(BaggageKey).Value(), class: bag.Member(BaggageCriticalityKey).Value()}
+	if bag.Member(BaggageKey).Key() == "" && bag.Member(BaggageCriticalityKey).Key() == "" {
 		return ctx
 	}
-	ctx = baggage.ContextWithBaggage(ctx, bag.DeleteMember(BaggageKey))
+	ctx = baggage.ContextWithBaggage(ctx, withoutOurs(bag))
 	pol := p.load()
 	if pol == nil {
 		return ctx
 	}
-	dec, _ := pol.Decide(member(m.Value()), now)
-	if dec.Source == 0 && dec.Reason == wire.ReasonNone {
-		if dec.Malformed == 0 && !dec.Skew {
-			return ctx // untrusted: not read at all
-		}
-		return context.WithValue(ctx, decisionKey{}, dec)
+	dec, _ := pol.Decide(h, now)
+	if dec.Source == 0 && dec.Reason == wire.ReasonNone && dec.Malformed == 0 && !dec.Skew && !dec.CriticalityFromHeader {
+		return ctx // untrusted or empty: not read at all
 	}
 	ctx = context.WithValue(ctx, decisionKey{}, dec)
+	if dec.CriticalityFromHeader {
+		ctx = budget.WithCriticality(ctx, budget.Criticality(dec.Criticality))
+	}
 	if dec.Source == 0 {
-		return ctx // refused as malformed under a strict policy: no deadline to place
+		// No deadline from the member: ignored (skew, malformed), refused
+		// as malformed under a strict policy, or none was sent.
+		return ctx
 	}
 	ctx, cancel := context.WithDeadlineCause(ctx, dec.Deadline, budget.ErrExpired)
 	_ = cancel // released with parent, or at the deadline: see above
@@ -197,8 +240,9 @@ func (p *Propagator) Extract(parent context.Context, carrier propagation.TextMap
 type decisionKey struct{}
 
 // BaggageDecision returns the decision [Propagator.Extract] made about the
-// [BaggageKey] member of the request whose context is ctx, and false when the
-// request carried no such member or the policy does not trust it. A refused
+// [BaggageKey] and [BaggageCriticalityKey] members of the request whose
+// context is ctx, and false when the
+// request carried neither member or the policy trusts neither. A refused
 // decision (Reason expired, shed or malformed) is what the header policy
 // would have refused: a server that reads the baggage alone refuses the
 // request as it would for the header.
@@ -207,15 +251,22 @@ func BaggageDecision(ctx context.Context) (wire.Decision, bool) {
 	return dec, ok
 }
 
-// member presents a baggage member's value to the policy as the
-// Request-Deadline header: the same format, trusted as that header is.
-type member string
+// members presents the baggage members' values to the policy as the
+// Request-Deadline and Request-Criticality headers: the same formats,
+// trusted as those headers are.
+type members struct{ deadline, class string }
 
-func (m member) Values(name string) []string {
-	if name == requestDeadline {
-		return []string{string(m)}
+func (m members) Values(name string) []string {
+	switch {
+	case name == requestDeadline && m.deadline != "":
+		return []string{m.deadline}
+	case name == requestCriticality && m.class != "":
+		return []string{m.class}
 	}
 	return nil
 }
 
-const requestDeadline = "request-deadline"
+const (
+	requestDeadline    = "request-deadline"
+	requestCriticality = "request-criticality"
+)

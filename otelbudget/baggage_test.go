@@ -155,3 +155,51 @@ func TestPropagatorInvalidPolicy(t *testing.T) {
 	}()
 	otelbudget.NewPropagator(otelbudget.WithPolicy(&wire.Policy{Max: -1}))
 }
+
+// TestPropagatorCriticality: the request's class travels as the
+// budget-criticality member when it is not the default, and is read back
+// onto the context under the Request-Criticality trust rule: an edge that
+// trusts nothing ignores it, a malformed value is counted and ignored.
+func TestPropagatorCriticality(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	h := http.Header{}
+	otelbudget.NewPropagator().Inject(budget.WithCriticality(ctx, budget.Critical), propagation.HeaderCarrier(h))
+	if got := h.Get("baggage"); !strings.Contains(got, otelbudget.BaggageCriticalityKey+"=critical") ||
+		!strings.Contains(got, otelbudget.BaggageKey+"=") {
+		t.Fatalf("baggage %q, want the deadline and %s=critical", got, otelbudget.BaggageCriticalityKey)
+	}
+	h2 := http.Header{}
+	otelbudget.NewPropagator().Inject(budget.WithCriticality(context.Background(), budget.DefaultCriticality), propagation.HeaderCarrier(h2))
+	if got := h2.Get("baggage"); got != "" {
+		t.Errorf("default class, no deadline: baggage %q, want none", got)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		policy *wire.Policy
+		value  string
+		want   budget.Criticality
+		read   bool
+	}{
+		{"trusted", &wire.Policy{}, "critical", budget.Critical, true},
+		{"any case", &wire.Policy{}, "SHEDDABLE", budget.Sheddable, true},
+		{"edge trusts nothing", &wire.Policy{Trust: wire.SourcesNone}, "critical", budget.DefaultCriticality, false},
+		{"deadline trusted, class not", &wire.Policy{Trust: wire.SourceRequestDeadline}, "critical", budget.DefaultCriticality, false},
+		{"malformed", &wire.Policy{}, "urgent", budget.DefaultCriticality, true},
+	} {
+		hdr := http.Header{"Baggage": {otelbudget.BaggageCriticalityKey + "=" + tc.value + ",a=b"}}
+		in := otelbudget.NewPropagator(otelbudget.WithPolicy(tc.policy)).Extract(context.Background(), propagation.HeaderCarrier(hdr))
+		if got := budget.CriticalityFrom(in); got != tc.want {
+			t.Errorf("%s: class %v, want %v", tc.name, got, tc.want)
+		}
+		dec, read := otelbudget.BaggageDecision(in)
+		if read != tc.read || tc.name == "malformed" && dec.Malformed != 1 {
+			t.Errorf("%s: decision %+v (%v), want read %v", tc.name, dec, read, tc.read)
+		}
+		if b := baggage.FromContext(in); b.Member(otelbudget.BaggageCriticalityKey).Key() != "" || b.Member("a").Value() != "b" {
+			t.Errorf("%s: baggage %q, want a=b alone", tc.name, b)
+		}
+	}
+}

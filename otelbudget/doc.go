@@ -90,8 +90,12 @@
 // request's time or ask for up to Max; it never lifts a deadline the
 // server's own adapter sets.
 //
-// Criticality (critical, default or sheddable), once the budget module
-// defines it, will travel as a second member beside this one under the same
-// trust rule; the key "budget-criticality" is reserved for it, and
-// Propagator reads and writes only "budget-deadline" today.
+// The request's class travels beside it, when it is not the default, as the
+// member "budget-criticality" (see [BaggageCriticalityKey]) with the value
+// "critical" or "sheddable" ("default" is also read), read under the rule of
+// the Request-Criticality header: it counts only when the receiver's policy
+// trusts that header, and a malformed value is ignored and counted, or
+// refused under a strict policy.
+//
+//	baggage: userid=42,budget-deadline=1767225600123,budget-criticality=critical
 package otelbudget

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/httpbudget"
 	"github.com/timebudget/budget/otelbudget"
 	"github.com/timebudget/budget/wire"
@@ -27,6 +28,7 @@ type backendView struct {
 	Done        bool  // the context had ended on arrival
 	HasDecision bool
 	Decision    wire.Decision
+	Class       string // the request's class on the handler's context
 }
 
 // hops is the chain edge → middle → backend on loopback. The edge runs
@@ -60,8 +62,12 @@ func newHops(t *testing.T, backendPolicy *wire.Policy) *hops {
 				v.Deadline = dl.UnixNano()
 			}
 			v.Decision, v.HasDecision = otelbudget.BaggageDecision(r.Context())
+			v.Class = budget.CriticalityFrom(r.Context()).String()
 			_ = json.NewEncoder(w).Encode(v)
-		}), httpbudget.WithPolicy(backendPolicy)),
+		}), httpbudget.WithPolicy(backendPolicy),
+		// Keep the class the baggage brought: httpbudget otherwise
+		// classifies by its own headers and policy.
+		httpbudget.WithClassifier(func(r *http.Request) budget.Criticality { return budget.CriticalityFrom(r.Context()) })),
 		"backend", otelhttp.WithTracerProvider(tp), otelhttp.WithPropagators(ours(backendPolicy))))
 
 	// The middle: otelhttp and net/http only.
@@ -82,7 +88,8 @@ func newHops(t *testing.T, backendPolicy *wire.Policy) *hops {
 	edgeTransport := &http.Transport{}
 	edgeClient := &http.Client{Transport: otelhttp.NewTransport(httpbudget.NewTransport(edgeTransport),
 		otelhttp.WithTracerProvider(tp), otelhttp.WithPropagators(ours(nil)))}
-	edgePolicy := &wire.Policy{Trust: wire.SourcesNone, Default: 2 * time.Second, Max: 2 * time.Second}
+	edgePolicy := &wire.Policy{Trust: wire.SourcesNone, Default: 2 * time.Second, Max: 2 * time.Second,
+		Criticality: wire.CriticalityCritical}
 	h.edge = httptest.NewServer(httpbudget.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dl, _ := r.Context().Deadline()
 		h.edgeDeadline <- dl
@@ -130,7 +137,8 @@ func (h *hops) get(t *testing.T, url, bag string) backendView {
 
 // TestBaggageCrossesPlainHop is the case: the edge's deadline
 // reaches the backend through a middle service that runs otelhttp and no
-// budget code, equal to the edge's within the skew guard (and never later).
+// budget code, equal to the edge's within the skew guard (and never later),
+// and so does the class the edge's policy gave the request.
 func TestBaggageCrossesPlainHop(t *testing.T) {
 	t.Parallel()
 	h := newHops(t, &wire.Policy{Max: 10 * time.Second})
@@ -139,6 +147,9 @@ func TestBaggageCrossesPlainHop(t *testing.T) {
 		edge := <-h.edgeDeadline
 		if v.Deadline == 0 || !v.HasDecision || v.Decision.Source != wire.SourceRequestDeadline {
 			t.Fatalf("backend saw %+v, want the edge's deadline from baggage", v)
+		}
+		if v.Class != "critical" {
+			t.Errorf("backend's class %q, want the edge's critical", v.Class)
 		}
 		diff := edge.Sub(time.Unix(0, v.Deadline))
 		if diff < 0 || diff > wire.DefaultSkew {
