@@ -111,8 +111,10 @@ func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 	if err != nil {
 		return nil, c.result(ctx, err)
 	}
+	octx, w := c.watchStream(ctx, octx)
 	cs, err := streamer(octx, desc, cc, method, opts...)
 	if err != nil {
+		w.release()
 		if cancel != nil {
 			cancel()
 		}
@@ -125,12 +127,12 @@ func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 		// server does not stream (CloseAndRecv), or Header or SendMsg
 		// returned an error other than io.EOF. The wrapper cancels then, so
 		// the deadline's timer does not outlive the stream.
-		return &clientStream{ClientStream: cs, ctx: ctx, c: c, cancel: cancel, serverStreams: desc != nil && desc.ServerStreams}, nil
+		return w.wrap(&clientStream{ClientStream: cs, ctx: ctx, c: c, cancel: cancel, serverStreams: desc != nil && desc.ServerStreams}, desc), nil
 	}
 	if _, ok := ctx.Deadline(); !ok {
-		return cs, nil // no deadline: nothing for the wrapper to map
+		return w.wrap(cs, desc), nil // no deadline: nothing for the wrapper to map
 	}
-	return &clientStream{ClientStream: cs, ctx: ctx, c: c}, nil
+	return w.wrap(&clientStream{ClientStream: cs, ctx: ctx, c: c}, desc), nil
 }
 
 // outgoing checks that the call is worth sending and prepares its context:

@@ -24,6 +24,25 @@
 // policy INVALID_ARGUMENT, and a CANCELLED that comes after the deadline has
 // passed is reported as DEADLINE_EXCEEDED.
 //
+// # Streams: a budget per message
+//
+// A stream's deadline (grpc-timeout, bounded by the policy's Max) bounds
+// the whole stream, however many messages it carries, and its end ends the
+// stream: grpc-go can cancel only a whole RPC. [WithMessageBudget] adds a
+// bound per message, counted afresh from each message's arrival: on the
+// server, [EachMessage] (or [MessageContext] after each Recv) handles each
+// message under the earlier of the stream's deadline and the per-message
+// budget, and a message that outlives its budget ends alone, its context's
+// cause [ErrMessageBudget], while the stream and the next messages go on.
+// A client sends its per-message budget under [MessageTimeoutKey], and the
+// server takes it, when smaller than its own, under the policy's trust rule
+// (as Request-Timeout-Ms) and clamped to Max; the client's own SendMsg and
+// RecvMsg wait at most that long, and a wait past it ends the stream with
+// DEADLINE_EXCEEDED. [WithIdleTimeout] ends a stream whose peer sends
+// nothing for a while, on either side, with DEADLINE_EXCEEDED saying
+// "client idle" or "server idle" and a ledger entry of that stage.
+// [WithMessageOp] admits each message with a [budget.Op].
+//
 // This module requires google.golang.org/grpc; the budget module itself
 // depends only on the standard library.
 package grpcbudget

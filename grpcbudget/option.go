@@ -29,6 +29,7 @@ type serverConfig struct {
 	ops       func(fullMethod string) *budget.Op
 	margin    time.Duration
 	classify  func(ctx context.Context, fullMethod string) budget.Criticality // see WithClassifier
+	stream    streamConfig
 }
 
 type clientConfig struct {
@@ -36,6 +37,7 @@ type clientConfig struct {
 	minUseful time.Duration
 	metadata  bool
 	ops       func(fullMethod string) *budget.Op
+	stream    streamConfig
 }
 
 type serverOption func(*serverConfig)

@@ -147,6 +147,10 @@ func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	if cancel != nil {
 		defer cancel()
 	}
+	ss, bctx, idle, err := s.streamLimits(ss, bctx)
+	if err != nil {
+		return err
+	}
 	if op := s.op(info.FullMethod); op != nil {
 		err = op.Do(bctx, func(ctx context.Context) error {
 			return handler(srv, &serverStream{ServerStream: ss, ctx: ctx})
@@ -155,6 +159,9 @@ func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 		err = handler(srv, &serverStream{ServerStream: ss, ctx: bctx})
 	} else {
 		err = handler(srv, ss)
+	}
+	if idle != nil {
+		err = idle.end(err)
 	}
 	s.learn(bctx)
 	if err == nil {

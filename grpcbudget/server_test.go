@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -68,6 +69,12 @@ func TestServerAppliesThePolicy(t *testing.T) {
 			t.Parallel()
 			opts := []grpcbudget.ServerOption{grpcbudget.WithPolicy(tc.policy), grpcbudget.WithStage("checkout")}
 			c, svc := serve(t, withServer(grpcbudget.UnaryServerInterceptor(opts...), grpcbudget.StreamServerInterceptor(opts...)))
+			// Connect first: on a busy machine, dialing can take longer
+			// than the 50 ms some cases send, and the call would expire
+			// on the client before it reached the policy.
+			if _, err := c.EmptyCall(context.Background(), &grpc_testing.Empty{}); err != nil {
+				t.Fatal(err)
+			}
 			err := call(t, c, tc.timeout, "", tc.kv...)
 			st := status.Convert(err)
 			if st.Code() != tc.code {

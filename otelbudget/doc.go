@@ -51,4 +51,51 @@
 // span IDs, which links a refusal or an expiry on a dashboard to the trace
 // in which it happened. The Prometheus exporter exposes exemplars in the
 // OpenMetrics format.
+//
+// # Baggage: a deadline through services that run no budget code
+//
+// [Propagator] carries the request's deadline in W3C baggage, which every
+// OpenTelemetry-instrumented service forwards in every language, so a
+// request that crosses a service instrumented with otelhttp or otelgrpc
+// alone still carries its budget. Install it in place of
+// propagation.Baggage in the services that run this library; the others
+// keep the standard propagators.
+//
+// The wire format, for other implementations: one baggage list-member with
+// the key "budget-deadline" (see [BaggageKey]) whose value is the absolute
+// deadline on the sender's wall clock in Unix milliseconds, rounded down,
+// as 1 to 15 ASCII digits with no sign, space or unit, and no properties,
+// for example
+//
+//	baggage: userid=42,budget-deadline=1767225600123
+//
+// A sender writes the deadline it waits until, replacing any member it
+// received. A receiver reads the value exactly as the Request-Deadline
+// header: it counts only when the receiver's policy trusts Request-Deadline;
+// a value further in the past than the skew threshold (250 ms by default)
+// says the clocks disagree and is ignored; a value in the past within the
+// threshold means the request expired; a value later than the policy's
+// Max is clamped to it; anything else (signs, units, fractions, more than
+// 15 digits) is malformed, ignored and counted, or refused under a strict
+// policy. A receiver removes the member from the baggage it passes on and
+// writes its own deadline instead.
+//
+// Baggage travels further than headers: a public edge that runs otelhttp
+// but not this library forwards whatever a client put in the baggage. The
+// propagator's policy ([WithPolicy]) is its own, so a service can read the
+// headers under one policy and the baggage under a stricter one (a Max, or
+// Trust without [wire.SourceRequestDeadline] to ignore the member), and an
+// edge that runs this library drops a client's member by reading it under
+// a policy that trusts [wire.SourcesNone]. A member can only shorten a
+// request's time or ask for up to Max; it never lifts a deadline the
+// server's own adapter sets.
+//
+// The request's class travels beside it, when it is not the default, as the
+// member "budget-criticality" (see [BaggageCriticalityKey]) with the value
+// "critical" or "sheddable" ("default" is also read), read under the rule of
+// the Request-Criticality header: it counts only when the receiver's policy
+// trusts that header, and a malformed value is ignored and counted, or
+// refused under a strict policy.
+//
+//	baggage: userid=42,budget-deadline=1767225600123,budget-criticality=critical
 package otelbudget
