@@ -44,11 +44,11 @@ func ExampleNewTransport() {
 		<-r.Context().Done() // gives up when the budget ends, writes nothing
 	})
 	srv := httptest.NewServer(httpbudget.NewHandler(hang, httpbudget.WithStage("pricing"),
-		httpbudget.WithAnswerMargin(50*time.Millisecond)))
+		httpbudget.WithAnswerMargin(400*time.Millisecond)))
 	defer srv.Close()
 
 	client := &http.Client{Transport: httpbudget.NewTransport(nil, httpbudget.WithClientStage("pricing"))}
-	ctx, cancel := budget.Start(context.Background(), 500*time.Millisecond)
+	ctx, cancel := budget.Start(context.Background(), time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 	_, err := client.Do(req)

@@ -93,22 +93,26 @@ func TestTransportLeavesAServerThatIgnoresTheBudget(t *testing.T) {
 	if len(ours) < n*9/10 || len(theirs) < n*9/10 {
 		t.Fatalf("too few requests reached the server in time: %d and %d of %d", len(ours), len(theirs), n)
 	}
-	op50, op99 := quantiles(ours)
-	tp50, tp99 := quantiles(theirs)
-	t.Logf("server's work after the caller's deadline, %d requests each, %v deadlines: NewTransport p50 %v p99 %v; net/http p50 %v p99 %v",
-		len(ours), timeout, op50, op99, tp50, tp99)
-	if limit := 2*tp99 + httpbudget.DefaultLinger/2; op99 > limit {
-		t.Errorf("with NewTransport the server works %v past the deadline (p99), with net/http %v: want at most %v", op99, tp99, limit)
+	op50, op90, op99 := quantiles(ours)
+	tp50, _, tp99 := quantiles(theirs)
+	t.Logf("server's work after the caller's deadline, %d requests each, %v deadlines: NewTransport p50 %v p90 %v p99 %v; net/http p50 %v p99 %v",
+		len(ours), timeout, op50, op90, op99, tp50, tp99)
+	// A transport that lingered toward this host would keep the server
+	// working for the linger on most requests, so its p90 would pass the
+	// limit; the p99 of a hundred requests is two requests, which a busy
+	// machine's scheduling alone can delay by hundreds of milliseconds.
+	if limit := 2*tp99 + httpbudget.DefaultLinger/2; op90 > limit {
+		t.Errorf("with NewTransport the server works %v past the deadline (p90), with net/http %v (p99): want at most %v", op90, tp99, limit)
 	}
 }
 
 // quantiles returns the p50 and p99 of d by nearest rank.
-func quantiles(d []time.Duration) (p50, p99 time.Duration) {
+func quantiles(d []time.Duration) (p50, p90, p99 time.Duration) {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	rank := func(q float64) time.Duration {
 		i := int(q*float64(len(s))+0.999999) - 1
 		return s[min(max(i, 0), len(s)-1)]
 	}
-	return rank(0.50), rank(0.99)
+	return rank(0.50), rank(0.90), rank(0.99)
 }

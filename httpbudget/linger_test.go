@@ -160,7 +160,7 @@ func TestTransportLingersAfterAnExpiry(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			s := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				time.Sleep(130 * time.Millisecond) // 30 ms past the 100 ms deadline: within the linger
+				time.Sleep(200 * time.Millisecond) // 100 ms past the 100 ms deadline, 150 ms before the linger ends: room on both sides for a busy machine's late timer or slow answer
 				// With a body, the connection goes back to the pool once the
 				// lingering request has read it, after it noted the answer.
 				http.Error(w, "late", http.StatusGatewayTimeout)
@@ -193,7 +193,7 @@ func TestTransportTrustsABudgetExpiredAnswer(t *testing.T) {
 			w.WriteHeader(http.StatusGatewayTimeout)
 			return
 		}
-		time.Sleep(130 * time.Millisecond) // 30 ms past the 100 ms deadline: within the linger
+		time.Sleep(200 * time.Millisecond) // 100 ms past the 100 ms deadline, 150 ms before the linger ends: room on both sides for a busy machine's late timer or slow answer
 		w.WriteHeader(http.StatusGatewayTimeout)
 	}))
 	c := s.client(t)
