@@ -78,7 +78,7 @@ func (r *replica) EmptyCall(ctx context.Context, _ *grpc_testing.Empty) (*grpc_t
 	}
 }
 
-func startReplicas(t *testing.T, delays ...time.Duration) []*replica {
+func startReplicas(t testing.TB, delays ...time.Duration) []*replica {
 	t.Helper()
 	reps := make([]*replica, len(delays))
 	for i, d := range delays {
@@ -99,7 +99,7 @@ func startReplicas(t *testing.T, delays ...time.Duration) []*replica {
 // dialBalanced opens a channel to reps through a manual resolver, with the
 // load balancing policy named lb in its service config, and waits until
 // every replica has answered once.
-func dialBalanced(t *testing.T, lb string, reps []*replica) grpc_testing.TestServiceClient {
+func dialBalanced(t testing.TB, lb string, reps []*replica) grpc_testing.TestServiceClient {
 	t.Helper()
 	res := manual.NewBuilderWithScheme("balancertest")
 	var eps []resolver.Endpoint
