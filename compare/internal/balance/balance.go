@@ -61,7 +61,7 @@ type Config struct {
 	SlowFactor int           // how many times slower the slow replica turns; default 10
 	Workers    int           // callers in a closed loop; default 16
 	Warmup     time.Duration // traffic before the healthy phase, not measured; default 500 ms
-	Healthy    time.Duration // all replicas healthy; default 2 s
+	Healthy    time.Duration // all replicas healthy, measured in 10 slices taking the variants in turn; default 3 s
 	Slow       time.Duration // replica 0 slow; default 3 s
 	Recovered  time.Duration // replica 0 healthy again; default 2 s
 	MinBudget  time.Duration // default 20 ms
@@ -78,7 +78,7 @@ func (c Config) withDefaults() Config {
 	}
 	def(&c.Base, 5*time.Millisecond)
 	def(&c.Warmup, 500*time.Millisecond)
-	def(&c.Healthy, 2*time.Second)
+	def(&c.Healthy, 3*time.Second)
 	def(&c.Slow, 3*time.Second)
 	def(&c.Recovered, 2*time.Second)
 	def(&c.MinBudget, 20*time.Millisecond)
@@ -140,7 +140,11 @@ type call struct {
 	replica int // index of the replica that answered; -1 when unknown
 }
 
-// Compare runs every variant of cfg in turn and returns their figures.
+// Compare runs every variant of cfg and returns their figures. The healthy
+// figures are measured in rounds that take the variants in turn (each round
+// in another order), so that a machine busy with other work weighs on every
+// variant alike; the slow replica's scenario then runs for each variant in
+// turn: a second of healthy traffic, the slow phase, the recovered phase.
 func Compare(ctx context.Context, cfg Config) (Report, error) {
 	cfg = cfg.withDefaults()
 	for _, v := range cfg.Variants {
@@ -157,88 +161,127 @@ func Compare(ctx context.Context, cfg Config) (Report, error) {
 		defer r.srv.Stop()
 		reps[i] = r
 	}
-	var rep Report
-	for _, v := range cfg.Variants {
-		run, err := runVariant(ctx, cfg, v, reps)
+	index := map[string]int{}
+	for i, r := range reps {
+		index[r.addr] = i
+	}
+	clients := make([]*client, len(cfg.Variants))
+	for i, v := range cfg.Variants {
+		c, err := dial(ctx, v, reps, index)
 		if err != nil {
+			return Report{}, err
+		}
+		defer c.cc.Close()
+		clients[i] = c
+		c.drive(ctx, cfg, cfg.Warmup, nil)
+	}
+	healthy := make([][]call, len(clients))
+	slice := cfg.Healthy / healthyRounds
+	for round := range healthyRounds {
+		for k := range clients {
+			i := (k + round) % len(clients)
+			healthy[i] = append(healthy[i], clients[i].drive(ctx, cfg, slice, nil)...)
+		}
+	}
+	var rep Report
+	for i, c := range clients {
+		steps := []step{
+			{at: lead, do: func() { reps[0].factor.Store(int64(cfg.SlowFactor)) }},
+			{at: lead + cfg.Slow, do: func() { reps[0].factor.Store(1) }},
+		}
+		calls := c.drive(ctx, cfg, lead+cfg.Slow+cfg.Recovered, steps)
+		reps[0].factor.Store(1)
+		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		rep.Runs = append(rep.Runs, run)
+		rep.Runs = append(rep.Runs, summarize(c.variant, cfg, healthy[i], calls))
 	}
 	return rep, nil
 }
 
-// runVariant drives one variant through warm-up, healthy, slow and
-// recovered phases.
-func runVariant(ctx context.Context, cfg Config, variant string, reps []*replica) (Run, error) {
-	for _, r := range reps {
-		r.factor.Store(1)
-	}
+// healthyRounds is how many slices the healthy phase is measured in.
+const healthyRounds = 10
+
+// lead is the healthy traffic of a variant's scenario before its replica
+// turns slow.
+const lead = time.Second
+
+// client is one variant's channel to the replicas.
+type client struct {
+	variant string
+	cc      *grpc.ClientConn
+	stub    grpc_testing.TestServiceClient
+	index   map[string]int
+	seed    uint64 // advanced by each drive, so that its budgets differ
+}
+
+func dial(ctx context.Context, variant string, reps []*replica, index map[string]int) (*client, error) {
 	res := manual.NewBuilderWithScheme("balance")
 	var eps []resolver.Endpoint
-	index := map[string]int{}
-	for i, r := range reps {
+	for _, r := range reps {
 		eps = append(eps, resolver.Endpoint{Addresses: []resolver.Address{{Addr: r.addr}}})
-		index[r.addr] = i
 	}
 	res.InitialState(resolver.State{Endpoints: eps})
 	cc, err := grpc.NewClient(res.Scheme()+":///replicas", grpc.WithResolvers(res),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultServiceConfig(serviceConfigs[variant]))
 	if err != nil {
-		return Run{}, fmt.Errorf("balance: %s: %w", variant, err)
+		return nil, fmt.Errorf("balance: %s: %w", variant, err)
 	}
-	defer cc.Close()
 	if err := waitReady(ctx, cc); err != nil {
-		return Run{}, fmt.Errorf("balance: %s: %w", variant, err)
+		_ = cc.Close()
+		return nil, fmt.Errorf("balance: %s: %w", variant, err)
 	}
-	client := grpc_testing.NewTestServiceClient(cc)
+	return &client{variant: variant, cc: cc, stub: grpc_testing.NewTestServiceClient(cc), index: index}, nil
+}
 
+// step is something to do at an offset into a drive.
+type step struct {
+	at time.Duration
+	do func()
+}
+
+// drive runs cfg.Workers callers in a closed loop for d, doing each step at
+// its offset, and returns the calls that started within d, their start
+// relative to the drive's. Budgets are drawn from a seed that depends on
+// cfg.Seed and on how many drives the client ran before, the same for every
+// variant.
+func (c *client) drive(ctx context.Context, cfg Config, d time.Duration, steps []step) []call {
+	c.seed++
+	origin := time.Now()
 	var mu sync.Mutex
 	var calls []call
-	measuring := false
-	var origin time.Time
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range cfg.Workers {
-		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(w)))
+		rng := rand.New(rand.NewPCG(cfg.Seed, c.seed<<16|uint64(w)))
 		wg.Go(func() {
+			span := int64(cfg.MaxBudget - cfg.MinBudget)
 			for {
 				select {
 				case <-stop:
 					return
 				default:
 				}
-				span := int64(cfg.MaxBudget - cfg.MinBudget)
 				b := cfg.MinBudget + time.Duration(rng.Int64N(span+1))
-				c := oneCall(ctx, client, b, index)
-				mu.Lock()
-				if measuring {
-					c.start = c.start - time.Duration(origin.UnixNano())
-					calls = append(calls, c)
+				call := oneCall(ctx, c.stub, b, origin, c.index)
+				if call.start >= d {
+					return
 				}
+				mu.Lock()
+				calls = append(calls, call)
 				mu.Unlock()
 			}
 		})
 	}
-	sleep(ctx, cfg.Warmup)
-	mu.Lock()
-	origin, measuring = time.Now(), true
-	mu.Unlock()
-	sleep(ctx, cfg.Healthy)
-	reps[0].factor.Store(int64(cfg.SlowFactor))
-	sleep(ctx, cfg.Slow)
-	reps[0].factor.Store(1)
-	sleep(ctx, cfg.Recovered)
-	mu.Lock()
-	measuring = false
-	mu.Unlock()
+	for _, s := range steps {
+		sleep(ctx, s.at-time.Since(origin))
+		s.do()
+	}
+	sleep(ctx, d-time.Since(origin))
 	close(stop)
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return Run{}, err
-	}
-	return summarize(variant, cfg, calls), nil
+	return calls
 }
 
 func sleep(ctx context.Context, d time.Duration) {
@@ -263,15 +306,15 @@ func waitReady(ctx context.Context, cc *grpc.ClientConn) error {
 	return nil
 }
 
-// oneCall makes one call with budget b and records it; start holds the wall
-// clock in nanoseconds until the caller makes it relative.
-func oneCall(ctx context.Context, client grpc_testing.TestServiceClient, b time.Duration, index map[string]int) call {
+// oneCall makes one call with budget b and records it, its start relative
+// to origin.
+func oneCall(ctx context.Context, client grpc_testing.TestServiceClient, b time.Duration, origin time.Time, index map[string]int) call {
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, b)
 	var p peer.Peer
 	_, err := client.EmptyCall(cctx, &grpc_testing.Empty{}, grpc.Peer(&p))
 	cancel()
-	c := call{start: time.Duration(start.UnixNano()), budget: b, took: time.Since(start), ok: err == nil, replica: -1}
+	c := call{start: start.Sub(origin), budget: b, took: time.Since(start), ok: err == nil, replica: -1}
 	if err != nil && status.Code(err) == codes.DeadlineExceeded {
 		c.expired = true
 	}
@@ -284,12 +327,18 @@ func oneCall(ctx context.Context, client grpc_testing.TestServiceClient, b time.
 }
 
 // summarize computes a variant's figures from its calls.
-func summarize(variant string, cfg Config, calls []call) Run {
-	run := Run{Variant: variant, Calls: len(calls), RecoveryMs: -1}
-	slowAt, recAt := cfg.Healthy, cfg.Healthy+cfg.Slow
+func summarize(variant string, cfg Config, healthyCalls, calls []call) Run {
+	run := Run{Variant: variant, Calls: len(healthyCalls) + len(calls), RecoveryMs: -1}
+	slowAt, recAt := lead, lead+cfg.Slow
 	var healthy, slow []time.Duration
 	inBudget, toSlow, healthyOK := 0, 0, 0
-	for _, c := range calls {
+	for _, c := range healthyCalls {
+		healthy = append(healthy, c.took)
+		if c.ok {
+			healthyOK++
+		}
+	}
+	for _, c := range append(slices.Clip(healthyCalls), calls...) {
 		switch {
 		case c.ok:
 			run.OK++
@@ -298,13 +347,9 @@ func summarize(variant string, cfg Config, calls []call) Run {
 		default:
 			run.Failed++
 		}
-		switch {
-		case c.start < slowAt:
-			healthy = append(healthy, c.took)
-			if c.ok {
-				healthyOK++
-			}
-		case c.start < recAt:
+	}
+	for _, c := range calls {
+		if c.start >= slowAt && c.start < recAt {
 			slow = append(slow, c.took)
 			if c.ok && c.took <= c.budget {
 				inBudget++
@@ -321,7 +366,7 @@ func summarize(variant string, cfg Config, calls []call) Run {
 	}
 	if len(healthy) > 0 {
 		run.HealthyP50Ms = ms(quantile(healthy, 0.5))
-		run.HealthyRPS = float64(healthyOK) / cfg.Healthy.Seconds()
+		run.HealthyRPS = float64(healthyOK) / (healthyRounds * (cfg.Healthy / healthyRounds)).Seconds()
 	}
 	run.RecoveryMs = recovery(calls, recAt, cfg.Recovered)
 	return run
