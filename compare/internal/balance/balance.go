@@ -28,6 +28,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
@@ -222,9 +223,13 @@ func dial(ctx context.Context, variant string, reps []*replica, index map[string
 		eps = append(eps, resolver.Endpoint{Addresses: []resolver.Address{{Addr: r.addr}}})
 	}
 	res.InitialState(resolver.State{Endpoints: eps})
-	cc, err := grpc.NewClient(res.Scheme()+":///replicas", grpc.WithResolvers(res),
+	opts := []grpc.DialOption{grpc.WithResolvers(res),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultServiceConfig(serviceConfigs[variant]))
+		grpc.WithDefaultServiceConfig(serviceConfigs[variant])}
+	if variant == "weighted_round_robin" {
+		opts = append(opts, grpc.WithUnaryInterceptor(askForLoad))
+	}
+	cc, err := grpc.NewClient(res.Scheme()+":///replicas", opts...)
 	if err != nil {
 		return nil, fmt.Errorf("balance: %s: %w", variant, err)
 	}
@@ -233,6 +238,11 @@ func dial(ctx context.Context, variant string, reps []*replica, index map[string
 		return nil, fmt.Errorf("balance: %s: %w", variant, err)
 	}
 	return &client{variant: variant, cc: cc, stub: grpc_testing.NewTestServiceClient(cc), index: index}, nil
+}
+
+// askForLoad asks the replica for an ORCA load report with its answer.
+func askForLoad(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	return invoker(metadata.AppendToOutgoingContext(ctx, orcaKey, "1"), method, req, reply, cc, opts...)
 }
 
 // step is something to do at an offset into a drive.

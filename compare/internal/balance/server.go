@@ -9,9 +9,15 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/orca"
 	"google.golang.org/grpc/status"
 )
+
+// orcaKey is the metadata that asks a replica for an ORCA load report. The
+// other variants do not ask: a channel whose balancer watches calls' ends
+// parses every answer's report, which would cost them CPU for nothing.
+const orcaKey = "want-orca"
 
 // capacity is the number of calls in flight a replica counts as full
 // utilization in its ORCA reports.
@@ -64,10 +70,12 @@ func (r *replica) EmptyCall(ctx context.Context, _ *grpc_testing.Empty) (*grpc_t
 		err = status.FromContextError(ctx.Err()).Err()
 	}
 	qps, util := r.load(n)
-	rec := orca.CallMetricsRecorderFromContext(ctx)
-	rec.SetQPS(qps)
-	rec.SetApplicationUtilization(util)
-	rec.SetCPUUtilization(util)
+	if md, _ := metadata.FromIncomingContext(ctx); len(md.Get(orcaKey)) > 0 {
+		rec := orca.CallMetricsRecorderFromContext(ctx)
+		rec.SetQPS(qps)
+		rec.SetApplicationUtilization(util)
+		rec.SetCPUUtilization(util)
+	}
 	if err != nil {
 		return nil, err
 	}
