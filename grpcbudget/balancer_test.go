@@ -202,7 +202,7 @@ func TestBalancerAvoidsSlowReplicaAndSeesRecovery(t *testing.T) {
 		}
 		return time.Second
 	}
-	if errs := callMany(client, 8, 600, mixed); len(errs) > 0 {
+	if errs := callMany(client, 8, 300, mixed); len(errs) > 0 {
 		t.Fatalf("healthy warm-up: %d calls failed, first: %v", len(errs), errs[0])
 	}
 
@@ -212,7 +212,7 @@ func TestBalancerAvoidsSlowReplicaAndSeesRecovery(t *testing.T) {
 		t.Fatalf("while slow: %d calls failed, first: %v", len(errs), errs[0])
 	}
 	before := counts(reps)
-	if errs := callMany(client, 8, 2000, mixed); len(errs) > 0 {
+	if errs := callMany(client, 8, 1200, mixed); len(errs) > 0 {
 		t.Fatalf("while slow: %d calls failed, first: %v", len(errs), errs[0])
 	}
 	each, total := delta(before, counts(reps))
@@ -223,7 +223,7 @@ func TestBalancerAvoidsSlowReplicaAndSeesRecovery(t *testing.T) {
 		t.Errorf("the slow replica received %.1f %% of calls, want at most 10 %% (probes)", 100*share)
 	}
 	if each[0] == 0 {
-		t.Error("the slow replica received no probe in 2000 calls")
+		t.Error("the slow replica received no probe in 1200 calls")
 	}
 	if n := balancerEvents.count(budget.EventEject, reps[0].addr); n == 0 {
 		t.Error("no ejection event for the slow replica")
@@ -231,11 +231,11 @@ func TestBalancerAvoidsSlowReplicaAndSeesRecovery(t *testing.T) {
 
 	reps[0].delay.Store(int64(fast))
 	// Probes go every 100 calls; recovery takes a few of them.
-	if errs := callMany(client, 8, 3000, mixed); len(errs) > 0 {
+	if errs := callMany(client, 8, 1500, mixed); len(errs) > 0 {
 		t.Fatalf("after recovery: %d calls failed, first: %v", len(errs), errs[0])
 	}
 	before = counts(reps)
-	if errs := callMany(client, 8, 1500, mixed); len(errs) > 0 {
+	if errs := callMany(client, 8, 900, mixed); len(errs) > 0 {
 		t.Fatalf("after recovery: %d calls failed, first: %v", len(errs), errs[0])
 	}
 	each, total = delta(before, counts(reps))

@@ -17,8 +17,9 @@
 //   - when none fits, takes the best expected completion of all and leaves
 //     the decision to admission ([budget.Op]).
 //
-// A replica much slower than the best one (by EjectFactor, and by MinGap),
-// or failing FailLimit calls in a row, is ejected: it is no longer chosen,
+// A replica much slower than the best one (its smoothed latency by
+// EjectFactor and by MinGap, its median by half EjectFactor), or failing
+// FailLimit calls in a row, is ejected: it is no longer chosen,
 // except as a probe, one call in ProbeEvery, given to a call with time for
 // the replica's estimate. Probes that answer like the others recover it.
 // Ejection and recovery are reported as [budget.EventEject] and
@@ -126,10 +127,12 @@ type Replica struct {
 	inflight  atomic.Int64
 	ewma      atomic.Uint64 // float64 bits: smoothed latency in ns; 0 until a sample
 	tail      atomic.Int64  // the 0.99 quantile in ns when last refreshed; 0 for none
+	median    atomic.Int64  // the median in ns when last refreshed; 0 for none
 	refreshed atomic.Int64  // when the tail was refreshed, ns since base
 	fails     atomic.Int32  // failures in a row
 	ejected   atomic.Bool
-	ejectedAt atomic.Int64 // ns since base
+	ejectedAt atomic.Int64  // ns since base
+	ejectLat  atomic.Uint64 // float64 bits: the smoothed latency that ejected it; 0 when failures did
 }
 
 // base is the origin of the monotonic offsets a replica keeps.
@@ -195,12 +198,14 @@ func (b *Balancer) Done(r *Replica, start, end time.Time, probe bool, res Result
 		return
 	}
 	m := since(end)
-	if last := r.refreshed.Load(); m-last >= int64(refreshEvery) && r.refreshed.CompareAndSwap(last, m) {
+	if last := r.refreshed.Load(); (last == 0 || m-last >= int64(refreshEvery)) && r.refreshed.CompareAndSwap(last, m) {
 		dist := r.est.Distribution(end)
 		if dist.Count() == 0 {
 			r.tail.Store(0)
+			r.median.Store(0)
 		} else {
 			r.tail.Store(int64(dist.P99()))
+			r.median.Store(int64(dist.Median()))
 		}
 	}
 }
@@ -333,29 +338,47 @@ func cheapest(cost *[maxScan]float64, n int) int {
 
 // ejected updates r's ejection against the best latency and reports
 // whether r is ejected. l is r's smoothed latency (0 for none).
+//
+// A replica ejected for its latency recovers when it is no longer slow
+// against the best (within half the factor that ejected it) and its own
+// latency has fallen to half what ejected it: a machine that slows every
+// replica at once brings the best closer to it without its having
+// recovered. One ejected for its failures recovers at its first success.
 func (b *Balancer) ejected(ctx context.Context, now time.Time, r *Replica, l, best float64, rem time.Duration) bool {
 	failing := int(r.fails.Load()) >= b.cfg.FailLimit
 	gap := float64(b.cfg.MinGap)
 	if r.ejected.Load() {
 		slow := best > 0 && l > b.cfg.EjectFactor/2*best && l-best > gap
+		if el := math.Float64frombits(r.ejectLat.Load()); el > 0 && l > el/2 {
+			slow = true
+		}
 		if failing || slow {
 			return true
 		}
 		if r.ejected.CompareAndSwap(true, false) {
 			r.est.Reset() // the slow samples of before say nothing now
 			r.tail.Store(0)
+			r.median.Store(0)
 			at := r.ejectedAt.Load()
 			b.emit(ctx, budget.Event{Kind: budget.EventRecover, Stage: b.stage(r), At: now,
 				Remaining: remaining(rem), Needed: time.Duration(l), Duration: time.Duration(since(now) - at)})
 		}
 		return false
 	}
-	slow := best > 0 && l > b.cfg.EjectFactor*best && l-best > gap
+	// The median confirms what the smoothed latency says, so that a few
+	// slow answers (a machine pausing) eject nothing.
+	slow := best > 0 && l > b.cfg.EjectFactor*best && l-best > gap &&
+		float64(r.median.Load()) > b.cfg.EjectFactor/2*best
 	if !failing && !slow {
 		return false
 	}
 	if r.ejected.CompareAndSwap(false, true) {
 		r.ejectedAt.Store(since(now))
+		el := l
+		if failing {
+			el = 0
+		}
+		r.ejectLat.Store(math.Float64bits(el))
 		b.emit(ctx, budget.Event{Kind: budget.EventEject, Stage: b.stage(r), At: now,
 			Remaining: remaining(rem), Needed: time.Duration(l)})
 	}

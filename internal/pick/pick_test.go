@@ -137,3 +137,25 @@ func BenchmarkChoose(bb *testing.B) {
 		b.Done(reps[i], now, now.Add(time.Millisecond), probe, OK)
 	}
 }
+
+// A few slow answers from a fast replica (a machine pausing) raise its
+// smoothed latency but not its median, and eject nothing.
+func TestOutliersDoNotEject(t *testing.T) {
+	b := New(Config{})
+	reps := []*Replica{b.NewReplica("a"), b.NewReplica("b")}
+	teach(b, reps[0], 50, 5*time.Millisecond)
+	teach(b, reps[1], 50, 5*time.Millisecond)
+	end := time.Now().Add(10 * time.Millisecond)
+	for range 4 {
+		reps[1].Begin()
+		b.Done(reps[1], end.Add(-80*time.Millisecond), end, false, OK)
+		end = end.Add(6 * time.Millisecond)
+	}
+	if reps[1].Latency() < 20*time.Millisecond {
+		t.Fatalf("smoothed latency %v after four 80 ms answers, want above 4 × 5 ms", reps[1].Latency())
+	}
+	b.Choose(context.Background(), end, reps)
+	if reps[1].Ejected() {
+		t.Error("four slow answers among fifty fast ones ejected the replica")
+	}
+}
