@@ -41,7 +41,7 @@ func run(args []string, out io.Writer) error {
 	fs.DurationVar(&cfg.Base, "base", 5*time.Millisecond, "a replica's latency")
 	fs.IntVar(&cfg.SlowFactor, "slow-factor", 10, "how many times slower the slow replica turns")
 	fs.IntVar(&cfg.Workers, "workers", 16, "callers in a closed loop")
-	fs.DurationVar(&cfg.Healthy, "healthy", 3*time.Second, "length of the healthy phase, per variant, measured in 10 slices taking the variants in turn")
+	fs.DurationVar(&cfg.Healthy, "healthy", 3*time.Second, "length of the healthy phase, per variant, measured in slices of 250 ms taking the variants in turn")
 	fs.DurationVar(&cfg.Slow, "slow", 3*time.Second, "length of the slow phase")
 	fs.DurationVar(&cfg.Recovered, "recovered", 2*time.Second, "length of the phase after recovery")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the budgets' draws")

@@ -62,7 +62,7 @@ type Config struct {
 	SlowFactor int           // how many times slower the slow replica turns; default 10
 	Workers    int           // callers in a closed loop; default 16
 	Warmup     time.Duration // traffic before the healthy phase, not measured; default 500 ms
-	Healthy    time.Duration // all replicas healthy, measured in 10 slices taking the variants in turn; default 3 s
+	Healthy    time.Duration // all replicas healthy, measured in slices of 250 ms taking the variants in turn; default 3 s
 	Slow       time.Duration // replica 0 slow; default 3 s
 	Recovered  time.Duration // replica 0 healthy again; default 2 s
 	MinBudget  time.Duration // default 20 ms
@@ -177,8 +177,9 @@ func Compare(ctx context.Context, cfg Config) (Report, error) {
 		c.drive(ctx, cfg, cfg.Warmup, nil)
 	}
 	healthy := make([][]call, len(clients))
-	slice := cfg.Healthy / healthyRounds
-	for round := range healthyRounds {
+	rounds := healthyRounds(cfg)
+	slice := cfg.Healthy / time.Duration(rounds)
+	for round := range rounds {
 		for k := range clients {
 			i := (k + round) % len(clients)
 			healthy[i] = append(healthy[i], clients[i].drive(ctx, cfg, slice, nil)...)
@@ -200,8 +201,11 @@ func Compare(ctx context.Context, cfg Config) (Report, error) {
 	return rep, nil
 }
 
+// healthySlice is the length of one slice of a variant's healthy phase.
+const healthySlice = 250 * time.Millisecond
+
 // healthyRounds is how many slices the healthy phase is measured in.
-const healthyRounds = 10
+func healthyRounds(cfg Config) int { return max(1, int(cfg.Healthy/healthySlice)) }
 
 // lead is the healthy traffic of a variant's scenario before its replica
 // turns slow.
@@ -376,7 +380,8 @@ func summarize(variant string, cfg Config, healthyCalls, calls []call) Run {
 	}
 	if len(healthy) > 0 {
 		run.HealthyP50Ms = ms(quantile(healthy, 0.5))
-		run.HealthyRPS = float64(healthyOK) / (healthyRounds * (cfg.Healthy / healthyRounds)).Seconds()
+		rounds := time.Duration(healthyRounds(cfg))
+		run.HealthyRPS = float64(healthyOK) / (rounds * (cfg.Healthy / rounds)).Seconds()
 	}
 	run.RecoveryMs = recovery(calls, recAt, cfg.Recovered)
 	return run
