@@ -13,7 +13,11 @@
 //   - among them draws two at random and takes the one with the better
 //     expected completion, latency × (requests in flight + 1) (power of two
 //     choices: the best of two random replicas, so that callers choosing at
-//     once do not all pile onto the one that looked best);
+//     once do not all pile onto the one that looked best). A latency within
+//     twice the best replica's counts as the best's: replicas that differ by
+//     noise are then spread by their requests in flight alone, as evenly as
+//     least_request spreads them, rather than piled onto whichever answered
+//     a little faster lately;
 //   - when none fits, takes the best expected completion of all and leaves
 //     the decision to admission ([budget.Op]).
 //
@@ -256,7 +260,7 @@ func (b *Balancer) Choose(ctx context.Context, now time.Time, reps []*Replica) (
 	if n > maxScan {
 		n, off = maxScan, rand.IntN(total)
 	}
-	var lat, cost [maxScan]float64
+	var lat, cost, raw [maxScan]float64
 	best := math.Inf(1)
 	for k := range n {
 		r := reps[(off+k)%total]
@@ -269,6 +273,7 @@ func (b *Balancer) Choose(ctx context.Context, now time.Time, reps []*Replica) (
 	if math.IsInf(best, 1) {
 		best = 0
 	}
+	floor := 2 * max(best, 1)
 	var fit uint64
 	nfit, bestK, anyEjected := 0, -1, false
 	for k := range n {
@@ -277,12 +282,13 @@ func (b *Balancer) Choose(ctx context.Context, now time.Time, reps []*Replica) (
 		if l == 0 {
 			l = best // nothing measured yet: as good as the best
 		}
-		cost[k] = max(l, 1) * float64(r.inflight.Load()+1)
+		load := float64(r.inflight.Load() + 1)
+		cost[k], raw[k] = load*max(1, l/floor), load*max(l, 1)
 		if b.ejected(ctx, now, r, lat[k], best, rem) {
 			anyEjected = true
 			continue
 		}
-		if bestK < 0 || cost[k] < cost[bestK] {
+		if bestK < 0 || raw[k] < raw[bestK] {
 			bestK = k
 		}
 		if time.Duration(l) <= rem && time.Duration(r.tail.Load()) <= rem {
@@ -313,7 +319,7 @@ func (b *Balancer) Choose(ctx context.Context, now time.Time, reps []*Replica) (
 	case bestK >= 0:
 		k = bestK // none fits: the best, and admission decides
 	default:
-		k = cheapest(&cost, n) // every replica ejected
+		k = cheapest(&raw, n) // every replica ejected
 	}
 	return (off + k) % total, false
 }
