@@ -189,30 +189,32 @@ func delta(before, after []int64) (each []int64, total int64) {
 	return each, total
 }
 
-// A replica that turns 50 times slower is ejected and receives only probes
+// A replica that turns 20 times slower is ejected and receives only probes
 // (calls with time for its latency), tight-budget calls avoid it, and once
 // it is fast again it is recovered and gets its share back.
 func TestBalancerAvoidsSlowReplicaAndSeesRecovery(t *testing.T) {
-	const fast, slow = 2 * time.Millisecond, 100 * time.Millisecond
+	// Latencies well above a busy machine's pauses, so that noise does not
+	// eject a fast replica.
+	const fast, slow = 10 * time.Millisecond, 200 * time.Millisecond
 	reps := startReplicas(t, fast, fast, fast)
 	client := dialBalanced(t, testBalancerName, reps)
 	mixed := func(i int) time.Duration { // one call in two tight, one loose
 		if i%2 == 0 {
-			return 40 * time.Millisecond
+			return 80 * time.Millisecond
 		}
-		return time.Second
+		return 2 * time.Second
 	}
-	if errs := callMany(client, 8, 300, mixed); len(errs) > 0 {
+	if errs := callMany(client, 16, 300, mixed); len(errs) > 0 {
 		t.Fatalf("healthy warm-up: %d calls failed, first: %v", len(errs), errs[0])
 	}
 
 	reps[0].delay.Store(int64(slow))
 	// Let the balancer see the slowdown, then measure.
-	if errs := callMany(client, 8, 300, mixed); len(errs) > 0 {
+	if errs := callMany(client, 16, 300, mixed); len(errs) > 0 {
 		t.Fatalf("while slow: %d calls failed, first: %v", len(errs), errs[0])
 	}
 	before := counts(reps)
-	if errs := callMany(client, 8, 1200, mixed); len(errs) > 0 {
+	if errs := callMany(client, 16, 1200, mixed); len(errs) > 0 {
 		t.Fatalf("while slow: %d calls failed, first: %v", len(errs), errs[0])
 	}
 	each, total := delta(before, counts(reps))
@@ -231,17 +233,17 @@ func TestBalancerAvoidsSlowReplicaAndSeesRecovery(t *testing.T) {
 
 	reps[0].delay.Store(int64(fast))
 	// Probes go every 100 calls; recovery takes a few of them.
-	if errs := callMany(client, 8, 1500, mixed); len(errs) > 0 {
+	if errs := callMany(client, 16, 1500, mixed); len(errs) > 0 {
 		t.Fatalf("after recovery: %d calls failed, first: %v", len(errs), errs[0])
 	}
 	before = counts(reps)
-	if errs := callMany(client, 8, 900, mixed); len(errs) > 0 {
+	if errs := callMany(client, 16, 900, mixed); len(errs) > 0 {
 		t.Fatalf("after recovery: %d calls failed, first: %v", len(errs), errs[0])
 	}
 	each, total = delta(before, counts(reps))
 	t.Logf("after replica 0 recovered: %v of %d calls", each, total)
-	if share := float64(each[0]) / float64(total); share < 0.15 {
-		t.Errorf("the recovered replica received %.1f %% of calls, want at least 15 %% (a fair share is 33 %%)", 100*share)
+	if share := float64(each[0]) / float64(total); share < 0.12 {
+		t.Errorf("the recovered replica received %.1f %% of calls, want at least 12 %% (a fair share is 33 %%, probes 1 %%)", 100*share)
 	}
 	if n := balancerEvents.count(budget.EventRecover, reps[0].addr); n == 0 {
 		t.Error("no recovery event for the recovered replica")
