@@ -29,14 +29,18 @@ import (
 // smoothed latency and estimated 0.99 quantile fit in the time left, draws
 // two of them at random and takes the one with the better expected
 // completion, latency × (calls in flight + 1), so that callers choosing at
-// once do not all pile onto one replica. When none fits it takes the best
+// once do not all pile onto one replica; latencies within twice the best
+// replica's count as the best's, so that replicas differing by noise are
+// spread by their calls in flight alone. When none fits it takes the best
 // expected completion and leaves the decision to admission
 // ([UnaryClientInterceptor] with [WithAdmission]).
 //
-// A replica slower than 4 times the best one (and by at least 2 ms), or
-// failing 5 calls in a row (UNAVAILABLE, INTERNAL, DATA_LOSS), is ejected: it
-// receives only probes, one call in 100 (given to a call with time for the
-// replica's estimate), until probes show it answering like the others. Its
+// A replica whose recent latency exceeds 4 times the best one's (by at least
+// 2 ms, its median confirming it), or failing 5 calls in a row
+// (UNAVAILABLE, INTERNAL, DATA_LOSS), is ejected: it receives only probes,
+// one call in 100 (given to a call with time for the replica's estimate),
+// until probes show its latency halved and within twice the best's, or a
+// success after failures. Its
 // ejection and recovery are reported as [budget.EventEject] and
 // [budget.EventRecover] events to the observer of the budget of the call
 // that noticed them (see [budget.Note]), and to the observer of a balancer

@@ -17,16 +17,19 @@ import (
 // chooses a gRPC endpoint: among the replicas whose measured latency fits
 // the time the request has left (its context's deadline), the better
 // expected completion of two drawn at random, latency × (requests in flight
-// + 1); when none fits, the best expected completion, leaving the decision
+// + 1), latencies within twice the best replica's counting as the best's;
+// when none fits, the best expected completion, leaving the decision
 // to admission ([budget.Op], or [Transport]'s minimum useful time).
 //
 // Per replica it keeps a censoring-aware latency estimate (a request cut off
 // by its deadline counts as taking at least that long), a smoothed recent
 // latency and the requests in flight, all learned from the done function
-// [Picker.Pick] returns. A replica slower than 4 times the best one (and by
-// at least 2 ms), or failing 5 requests in a row, is ejected: it receives
-// only probes, one request in 100 (given to a request with time for the
-// replica's estimate), until probes show it answering like the others.
+// [Picker.Pick] returns. A replica whose recent latency exceeds 4 times the
+// best one's (by at least 2 ms, its median confirming it), or failing 5
+// requests in a row, is ejected: it receives only probes, one request in
+// 100 (given to a request with time for the replica's estimate), until
+// probes show its latency halved and within twice the best's, or a success
+// after failures.
 // Ejection and recovery are reported as [budget.EventEject] and
 // [budget.EventRecover] events to the observer of the budget of the request
 // that noticed them, and to the Picker's own observer.
