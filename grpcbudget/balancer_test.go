@@ -230,6 +230,17 @@ func TestBalancerAvoidsSlowReplicaAndSeesRecovery(t *testing.T) {
 	if n := balancerEvents.count(budget.EventEject, reps[0].addr); n == 0 {
 		t.Error("no ejection event for the slow replica")
 	}
+	// Calls with less time than the slow replica needs are never sent there,
+	// not even as probes.
+	before = counts(reps)
+	if errs := callMany(client, 16, 400, func(int) time.Duration { return 80 * time.Millisecond }); len(errs) > 0 {
+		t.Fatalf("tight calls while slow: %d failed, first: %v", len(errs), errs[0])
+	}
+	each, total = delta(before, counts(reps))
+	t.Logf("tight calls while replica 0 is slow: %v of %d", each, total)
+	if float64(each[0]) > 0.05*float64(total) {
+		t.Errorf("the slow replica received %d of %d calls with 80 ms left, want at most 5 %%", each[0], total)
+	}
 
 	reps[0].delay.Store(int64(fast))
 	// Probes go every 100 calls; recovery takes a few of them.
