@@ -41,6 +41,8 @@ var eventNames = [...]string{
 	EventWait:      "wait",
 	EventSkew:      "skew",
 	EventMalformed: "malformed",
+	EventEject:     "eject",
+	EventRecover:   "recover",
 }
 
 // String returns the event kind's lower-case name, such as "attempt".

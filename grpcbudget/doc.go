@@ -24,6 +24,11 @@
 // policy INVALID_ARGUMENT, and a CANCELLED that comes after the deadline has
 // passed is reported as DEADLINE_EXCEEDED.
 //
+// The budget_aware balancer ([BalancerName]), chosen in a service config,
+// sends each call to a replica likely to answer within the call's deadline,
+// ejecting replicas much slower than the others and probing them until they
+// recover.
+//
 // # Streams: a budget per message
 //
 // A stream's deadline (grpc-timeout, bounded by the policy's Max) bounds

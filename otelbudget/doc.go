@@ -8,7 +8,9 @@
 // Times are histograms in seconds with bucket boundaries from 100 µs to a
 // minute, set as the instruments' explicit bucket boundaries advice (a view
 // can still override them). Counters count refusals by reason, expiries,
-// hedges, queue drops, detached work and orphaned work. The names are the
+// hedges, queue drops, detached work, orphaned work, and replicas a
+// balancer ejected and took back (budget.EventEject and
+// budget.EventRecover, whose stage names the replica). The names are the
 // ones listed on [Observer]; through the OpenTelemetry Prometheus exporter
 // they become budget_remaining_seconds, budget_refusals_total and so on.
 //

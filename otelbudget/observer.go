@@ -44,6 +44,7 @@ var fractionBuckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 
 //	budget.queue.drops  counter       {stage, reason}   queue items dropped instead of handed out
 //	budget.detached     counter       {stage}           work detached to run after the answer
 //	budget.orphaned     counter       {stage}           attempts that ended after their caller's deadline had passed
+//	budget.ejections    counter       {stage, event}    replicas a balancer ejected (event eject) and took back (recover); stage names the replica
 //
 // budget.used needs the request's whole budget, which the request's ledger
 // holds: it is not recorded for budgets started with the ledger disabled.
@@ -65,6 +66,7 @@ type Observer struct {
 	queueDrops metric.Int64Counter
 	detached   metric.Int64Counter
 	orphaned   metric.Int64Counter
+	ejections  metric.Int64Counter
 
 	stages *stages
 	grace  time.Duration
@@ -107,6 +109,8 @@ func NewObserver(opts ...Option) (*Observer, error) {
 		"Work detached to run after the answer.")
 	o.orphaned = b.counter(m, "budget.orphaned", "{attempt}",
 		"Attempts still running after their caller's deadline had passed.")
+	o.ejections = b.counter(m, "budget.ejections", "{replica}",
+		"Replicas a balancer ejected (event eject) and took back (event recover).")
 	if b.err != nil {
 		return nil, b.err
 	}
@@ -183,6 +187,8 @@ func (o *Observer) measure(ctx context.Context, ev budget.Event) {
 		}
 	case budget.EventDetach:
 		o.detached.Add(ctx, 1, st.stage().add...)
+	case budget.EventEject, budget.EventRecover:
+		o.ejections.Add(ctx, 1, st.balanceBy(ev.Kind).add...)
 	}
 }
 

@@ -87,9 +87,19 @@ type stageSet struct {
 	wait      [outcomeSlots]slot
 	drops     [outcomeSlots]slot
 	refusals  [reasonSlots]slot
+	balance   [2]slot // eject, recover
 }
 
 func (s *stageSet) stage() *measureOpts { return s.plain.opts(s.name, "", "") }
+
+// balanceBy returns the options of a balancer's ejection (k is
+// budget.EventEject) or recovery (budget.EventRecover) of a replica.
+func (s *stageSet) balanceBy(k budget.EventKind) *measureOpts {
+	if k == budget.EventEject {
+		return s.balance[0].opts(s.name, keyEvent, k.String())
+	}
+	return s.balance[1].opts(s.name, keyEvent, budget.EventRecover.String())
+}
 
 func (s *stageSet) at(i int) *measureOpts { return s.remaining[i].opts(s.name, keyEvent, atNames[i]) }
 
