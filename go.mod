@@ -1,3 +1,3 @@
 module github.com/timebudget/budget
 
-go 1.26.0
+go 1.26

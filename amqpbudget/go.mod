@@ -7,8 +7,3 @@ require (
 	github.com/timebudget/budget v0.2.0
 	go.uber.org/goleak v1.3.0
 )
-
-require (
-	github.com/stretchr/testify v1.12.1 // indirect
-	go.yaml.in/yaml/v3 v3.0.6 // indirect
-)

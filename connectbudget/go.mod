@@ -8,9 +8,4 @@ require (
 	go.uber.org/goleak v1.3.0
 )
 
-require google.golang.org/protobuf v1.36.12
-
-require (
-	github.com/stretchr/testify v1.12.1 // indirect
-	go.yaml.in/yaml/v3 v3.0.6 // indirect
-)
+require google.golang.org/protobuf v1.36.11
