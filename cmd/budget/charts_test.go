@@ -17,7 +17,7 @@ func syntheticScenario() scenarioReport {
 		{Name: "per-call timeouts", Key: "per-call", Requests: 10, LateRatio: 1, WastedWorkMs: 295000, LatencyMs: lat(446, 454, 456)},
 		{Name: "shared deadline", Key: "shared", Requests: 10, LateRatio: 0.16, FailedRatio: 0.84, FailureCostMs: 303, WastedWorkMs: 12, LatencyMs: lat(303, 308, 308)},
 		{Name: "deadline + admission", Key: "admission", Requests: 10, AnsweredRatio: 1, WastedWorkMs: 0, LatencyMs: lat(48, 269, 269)},
-		{Name: "no timeout", Key: "none", Requests: 10, CutOff: 10, FailedRatio: 1, FailureReasons: map[string]int{cutOff: 10}, FailureCostMs: 900, WastedWorkMs: 271000, LatencyMs: lat(901, 904, 904)},
+		{Name: "no timeout", Key: "none", Requests: 10, CutOff: 10, FailedRatio: 1, FailureReasons: map[string]int{"cut-off": 10}, FailureCostMs: 900, WastedWorkMs: 271000, LatencyMs: lat(901, 904, 904)},
 	}}
 }
 
@@ -87,11 +87,11 @@ func TestCutOffByDemo(t *testing.T) {
 		}
 	}
 	// Some answered, the rest were cut off: the failures' cost is the cut-off.
-	partly := patternReport{Requests: 10, CutOff: 8, FailedRatio: 0.8, FailureReasons: map[string]int{cutOff: 8}}
+	partly := patternReport{Requests: 10, CutOff: 8, FailedRatio: 0.8, FailureReasons: map[string]int{"cut-off": 8}}
 	if cutOffByDemo(partly) || !failuresCutOffByDemo(partly) {
 		t.Error("a pattern with 8 of 10 requests cut off: want its failures, not its latency, marked as the demo's cut-off")
 	}
-	mixed := patternReport{Requests: 10, CutOff: 2, FailedRatio: 0.5, FailureReasons: map[string]int{cutOff: 2, "timeout": 3}}
+	mixed := patternReport{Requests: 10, CutOff: 2, FailedRatio: 0.5, FailureReasons: map[string]int{"cut-off": 2, "timeout": 3}}
 	if failuresCutOffByDemo(mixed) {
 		t.Error("failures partly measured were marked as the demo's cut-off")
 	}

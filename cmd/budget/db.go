@@ -69,20 +69,6 @@ func resolvePostgres(ctx context.Context, flagURL, envURL string) (url, why stri
 	return envURL, ""
 }
 
-// databaseNote says whether the database hop ran and, if not, why and how
-// to enable it.
-func databaseNote(cfg *demoConfig) string {
-	switch {
-	case cfg.postgres != "":
-		return "database hop: " + dbDependency + "'s work runs in PostgreSQL as SELECT pg_sleep(its time): through pgxbudget (statement_timeout from the budget) in the budget patterns; " +
-			"plain pgx under the per-call timeout (pgx sends a cancel request when it ends); plain pgx with no deadline, not tied to the request, with no timeout. " +
-			"The server's time after the caller left is sampled from pg_stat_activity every 5ms"
-	case cfg.dbNote != "":
-		return cfg.dbNote
-	}
-	return "database hop skipped: no PostgreSQL (set --postgres URL or " + postgresEnv + ")"
-}
-
 // execer is what the database hop needs of a pool: pgxbudget.Pool and
 // pgxpool.Pool both have it.
 type execer interface {

@@ -2,52 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/timebudget/budget/httpbudget"
 )
-
-// demoMain runs "budget demo" and returns the exit code.
-func demoMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseDemoFlags(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, demoUsage)
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "budget demo: %v\nRun 'budget demo --help' for usage.\n", err)
-		return 2
-	}
-	if cfg.has(checkoutScenario.key) {
-		cfg.postgres, cfg.dbNote = resolvePostgres(ctx, cfg.postgres, os.Getenv(postgresEnv))
-	}
-	stopPage := serveLivePage(cfg, stderr)
-	defer stopPage()
-	rep, err := runDemo(ctx, cfg, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "budget demo: %v\n", err)
-		return 1
-	}
-	writeTable(stdout, rep)
-	paths, err := writeReports(cfg.out, rep)
-	if err != nil {
-		fmt.Fprintf(stderr, "budget demo: %v\n", err)
-		return 1
-	}
-	for _, p := range paths {
-		fmt.Fprintf(stdout, "wrote %s\n", p)
-	}
-	return 0
-}
 
 // runDemo runs every configured scenario and pattern, reporting progress to
 // progressW, and returns the measurements.
@@ -148,35 +111,6 @@ func reportNotes(cfg *demoConfig, rep *report) []string {
 	return notes
 }
 
-// msDur converts milliseconds, as the report holds them, back to a
-// duration for printing.
-func msDur(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
-
-// writeReports writes report.json and report.html into dir and returns their
-// paths.
-func writeReports(dir string, rep *report) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("--out: %w", err)
-	}
-	js, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	jsonPath := filepath.Join(dir, "report.json")
-	if err := os.WriteFile(jsonPath, append(js, '\n'), 0o644); err != nil {
-		return nil, err
-	}
-	html, err := renderHTML(rep)
-	if err != nil {
-		return nil, err
-	}
-	htmlPath := filepath.Join(dir, "report.html")
-	if err := os.WriteFile(htmlPath, html, 0o644); err != nil {
-		return nil, err
-	}
-	return []string{htmlPath, jsonPath}, nil
-}
-
 // serveLivePage serves the run's /debug/budget page on loopback while the
 // demo runs, so a person can watch the admission pattern's Ops (quantiles,
 // suggested timeouts, admission state) and the waterfalls of refused and
@@ -191,8 +125,22 @@ func serveLivePage(cfg *demoConfig, progressW io.Writer) func() {
 	cfg.page = httpbudget.NewDebugPage()
 	mux := http.NewServeMux()
 	mux.Handle("/debug/budget", cfg.page)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: time.Second, ErrorLog: quietLog}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	go func() { _ = srv.Serve(ln) }()
 	fmt.Fprintf(progressW, "live: http://%s/debug/budget (while the demo runs)\n", ln.Addr())
 	return func() { _ = srv.Close() }
+}
+
+// databaseNote says whether the database hop ran and, if not, why and how
+// to enable it.
+func databaseNote(cfg *demoConfig) string {
+	switch {
+	case cfg.postgres != "":
+		return "database hop: " + dbDependency + "'s work runs in PostgreSQL as SELECT pg_sleep(its time): through pgxbudget (statement_timeout from the budget) in the budget patterns; " +
+			"plain pgx under the per-call timeout (pgx sends a cancel request when it ends); plain pgx with no deadline, not tied to the request, with no timeout. " +
+			"The server's time after the caller left is sampled from pg_stat_activity every 5ms"
+	case cfg.dbNote != "":
+		return cfg.dbNote
+	}
+	return "database hop skipped: no PostgreSQL (set --postgres URL or " + postgresEnv + ")"
 }

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	_ "embed" // the report's template
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"html/template"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -168,4 +171,29 @@ func jsonPath(parts ...any) string {
 func hexColour(c interface{ RGBA() (r, g, b, a uint32) }) string {
 	r, g, b, _ := c.RGBA()
 	return fmt.Sprintf("#%02X%02X%02X", r>>8, g>>8, b>>8)
+}
+
+// writeReports writes report.json and report.html into dir and returns their
+// paths.
+func writeReports(dir string, rep *report) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	jsonPath := filepath.Join(dir, "report.json")
+	if err := os.WriteFile(jsonPath, append(js, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	html, err := renderHTML(rep)
+	if err != nil {
+		return nil, err
+	}
+	htmlPath := filepath.Join(dir, "report.html")
+	if err := os.WriteFile(htmlPath, html, 0o644); err != nil {
+		return nil, err
+	}
+	return []string{htmlPath, jsonPath}, nil
 }

@@ -384,3 +384,31 @@ func moduleVersion(path string) string {
 	}
 	return "(version unknown)"
 }
+
+// newOverloadReport turns the overload variants' runs into their figures;
+// "without budgets" is the best variant without one, so the budget is
+// compared with careful code and failsafe-go, not only with the bug.
+func newOverloadReport(cfg overloadConfig, runs []*overloadRun) *overloadReport {
+	o := &overloadReport{
+		Scale: cfg.scale, Workers: cfg.workers, RatePerSecond: cfg.rate, SlowShare: cfg.slowShare,
+		DependencyFromMs: ms(cfg.fast), DependencyToMs: ms(cfg.slow), BudgetMs: ms(cfg.budget),
+		UpstreamTimeoutMs: ms(cfg.upstream), PerCallTimeoutMs: ms(cfg.perCall), MeasuredForMs: ms(cfg.slowFor),
+		Goodput: goodputReport{ByVariant: map[string]float64{}},
+	}
+	for _, r := range runs {
+		g := round3(r.goodput)
+		o.Variants = append(o.Variants, overloadVariantReport{
+			Name: r.variant.name, Key: r.variant.key, About: r.variant.about, Goodput: g,
+			SlowAnsweredRatio: round3(r.slowOK), OtherP99Ms: ms(r.otherP99),
+			WorkerSecondsLate: round3(r.heldLate.Seconds()), DependencyWastedMs: ms(r.depWaste),
+			RefusedBeforeStarting: r.refusedSlow, OtherRequests: r.sentOther, SlowRequests: r.sentSlow,
+		})
+		o.Goodput.ByVariant[r.variant.key] = g
+		if r.variant.budgetAware {
+			o.Goodput.WithBudgets = g
+		} else {
+			o.Goodput.WithoutBudgets = max(o.Goodput.WithoutBudgets, g)
+		}
+	}
+	return o
+}

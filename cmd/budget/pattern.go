@@ -150,3 +150,14 @@ const safetyFactor = 3
 
 // safetyLimit is the load generator's own cut-off for one request.
 func safetyLimit(b time.Duration) time.Duration { return safetyFactor * b }
+
+// cachePlan is the cache rung's prior: its typical latency as a user would
+// write it down before measuring. Once the cache has measured itself, the
+// ladder holds back its measured p99 plus scheduling slack instead.
+const cachePlan = 10 * time.Millisecond
+
+// cacheOp returns the Op of the edge's cache rung, configured as a user
+// would. As the last rung it is tried whenever any time is left.
+func cacheOp(name string) *budget.Op {
+	return &budget.Op{Name: name, Prior: cachePlan}
+}

@@ -235,17 +235,6 @@ func measurePattern(pat pattern, e *edge, deps *runningDeps, outs []outcome, wal
 	return run
 }
 
-// cachePlan is the cache rung's prior: its typical latency as a user would
-// write it down before measuring. Once the cache has measured itself, the
-// ladder holds back its measured p99 plus scheduling slack instead.
-const cachePlan = 10 * time.Millisecond
-
-// cacheOp returns the Op of the edge's cache rung, configured as a user
-// would. As the last rung it is tried whenever any time is left.
-func cacheOp(name string) *budget.Op {
-	return &budget.Op{Name: name, Prior: cachePlan}
-}
-
 // answerReserve is the time the admission pattern holds back to write the
 // answer: a tenth of the budget, at least 15 ms. The ladder keeps the cache
 // rung's own time on top of it.

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"cmp"
+	"fmt"
+	"maps"
 	"math"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -20,3 +25,38 @@ func ms(d time.Duration) float64 {
 
 // round3 rounds a ratio to three decimals for the reports.
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// fmtMs formats milliseconds for a person: 0.5ms, 12ms, 1.50s, 295s.
+func fmtMs(v float64) string {
+	switch {
+	case v >= 10_000:
+		return fmt.Sprintf("%.0fs", v/1000)
+	case v >= 1000:
+		return fmt.Sprintf("%.2fs", v/1000)
+	case v >= 10:
+		return fmt.Sprintf("%.0fms", v)
+	}
+	return fmt.Sprintf("%.1fms", v)
+}
+
+// pct formats a ratio as a whole percentage.
+func pct(r float64) string { return fmt.Sprintf("%.0f%%", 100*r) }
+
+// counts renders a map of counts, largest first, such as "cache 97, exact 23".
+func counts(m map[string]int) string {
+	if len(m) == 0 {
+		return "—"
+	}
+	keys := slices.SortedFunc(maps.Keys(m), func(a, b string) int {
+		return cmp.Or(cmp.Compare(m[b], m[a]), cmp.Compare(a, b))
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// msDur converts milliseconds, as the report holds them, back to a
+// duration for printing.
+func msDur(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }

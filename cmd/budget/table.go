@@ -1,11 +1,8 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -195,37 +192,6 @@ func writeWrapped(w io.Writer, text, first, rest string) {
 	if line != "" {
 		fmt.Fprintln(w, prefix+line)
 	}
-}
-
-// fmtMs formats milliseconds for a person: 0.5ms, 12ms, 1.50s, 295s.
-func fmtMs(v float64) string {
-	switch {
-	case v >= 10_000:
-		return fmt.Sprintf("%.0fs", v/1000)
-	case v >= 1000:
-		return fmt.Sprintf("%.2fs", v/1000)
-	case v >= 10:
-		return fmt.Sprintf("%.0fms", v)
-	}
-	return fmt.Sprintf("%.1fms", v)
-}
-
-// pct formats a ratio as a whole percentage.
-func pct(r float64) string { return fmt.Sprintf("%.0f%%", 100*r) }
-
-// counts renders a map of counts, largest first, such as "cache 97, exact 23".
-func counts(m map[string]int) string {
-	if len(m) == 0 {
-		return "—"
-	}
-	keys := slices.SortedFunc(maps.Keys(m), func(a, b string) int {
-		return cmp.Or(cmp.Compare(m[b], m[a]), cmp.Compare(a, b))
-	})
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
 }
 
 // failedAt says where and why requests failed, such as "geometry: timeout 120".
