@@ -7,31 +7,36 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/timebudget/budget/cmd/budget/internal/demo"
+	"github.com/timebudget/budget/cmd/budget/internal/postgres"
+	"github.com/timebudget/budget/cmd/budget/internal/report"
+	"github.com/timebudget/budget/cmd/budget/internal/scenario"
 )
 
 // demoMain runs "budget demo" and returns the exit code.
 func demoMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseDemoFlags(args)
+	cfg, err := demo.ParseFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, demoUsage)
+		fmt.Fprint(stdout, demo.Usage)
 		return 0
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "budget demo: %v\nRun 'budget demo --help' for usage.\n", err)
 		return 2
 	}
-	if cfg.has(checkoutScenario.key) {
-		cfg.postgres, cfg.dbNote = resolvePostgres(ctx, cfg.postgres, os.Getenv(postgresEnv))
+	if cfg.Has(scenario.Checkout.Key) {
+		cfg.Postgres, cfg.DBNote = postgres.Resolve(ctx, cfg.Postgres, os.Getenv(postgres.Env))
 	}
-	stopPage := serveLivePage(cfg, stderr)
+	stopPage := demo.ServeLivePage(cfg, stderr)
 	defer stopPage()
-	rep, err := runDemo(ctx, cfg, stderr)
+	rep, err := demo.Run(ctx, cfg, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "budget demo: %v\n", err)
 		return 1
 	}
-	writeTable(stdout, rep)
-	paths, err := writeReports(cfg.out, rep)
+	report.WriteTable(stdout, rep)
+	paths, err := report.WriteFiles(cfg.Out, rep)
 	if err != nil {
 		fmt.Fprintf(stderr, "budget demo: %v\n", err)
 		return 1

@@ -146,8 +146,8 @@ func databaseNote(cfg *demoConfig) string {
 		return "database hop: " + postgres.Dependency + "'s work runs in PostgreSQL as SELECT pg_sleep(its time): through pgxbudget (statement_timeout from the budget) in the budget patterns; " +
 			"plain pgx under the per-call timeout (pgx sends a cancel request when it ends); plain pgx with no deadline, not tied to the request, with no timeout. " +
 			"The server's time after the caller left is sampled from pg_stat_activity every 5ms"
-	case cfg.DbNote != "":
-		return cfg.DbNote
+	case cfg.DBNote != "":
+		return cfg.DBNote
 	}
 	return "database hop skipped: no PostgreSQL (set --postgres URL or " + postgres.Env + ")"
 }

@@ -31,8 +31,8 @@ type demoConfig struct {
 	// runs against; empty to keep its fake. --postgres sets it; demoMain
 	// falls back to $BUDGET_TEST_POSTGRES when the server answers.
 	Postgres string
-	// DbNote says, when postgres is empty, why and how to enable the hop.
-	DbNote string
+	// DBNote says, when postgres is empty, why and how to enable the hop.
+	DBNote string
 }
 
 // Has reports whether the scenario key is to run.

@@ -205,10 +205,10 @@ func newRung(ss scenario.StageSpec, rs scenario.RungSpec, deps *runningDeps, w l
 	case rs.Dep == "":
 		rg.Op = pattern.CacheOp(name)
 	case rs.Dep == postgres.Dependency && deps.db != nil:
-		rg.Hop = postgres.Hop{Db: deps.db, Dep: deps.byName(rs.Dep)}
+		rg.Hop = postgres.Hop{DB: deps.db, Dep: deps.byName(rs.Dep)}
 		rg.Op.Expired = pgxbudget.IsTimeout
 	case deps.urls[rs.Dep] != "":
-		rg.Hop = dependency.HttpHop{Client: w.HttpClient(transport, name), URL: deps.urls[rs.Dep] + rs.Path}
+		rg.Hop = dependency.HTTPHop{Client: w.HTTPClient(transport, name), URL: deps.urls[rs.Dep] + rs.Path}
 	case deps.conns[rs.Dep] != nil:
 		rg.Hop = dependency.GrpcHop{Conn: deps.conns[rs.Dep]}
 	default:

@@ -24,14 +24,14 @@ type Hop interface {
 	Call(ctx context.Context) error
 }
 
-// HttpHop calls a dependency over HTTP/1.1.
-type HttpHop struct {
+// HTTPHop calls a dependency over HTTP/1.1.
+type HTTPHop struct {
 	Client *http.Client
 	URL    string
 }
 
 // Call makes one GET and returns nil on a 200 answer.
-func (h HttpHop) Call(ctx context.Context) error {
+func (h HTTPHop) Call(ctx context.Context) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.URL, nil)
 	if err != nil {
 		return err

@@ -26,9 +26,9 @@ type Wiring struct {
 	BudgetAware bool
 }
 
-// HttpClient returns the client of the HTTP hop named stage. The caller
+// HTTPClient returns the client of the HTTP hop named stage. The caller
 // closes base's idle connections when the run ends.
-func (w Wiring) HttpClient(base *http.Transport, stage string) *http.Client {
+func (w Wiring) HTTPClient(base *http.Transport, stage string) *http.Client {
 	if !w.BudgetAware {
 		return &http.Client{Transport: base}
 	}

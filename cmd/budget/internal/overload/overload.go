@@ -246,7 +246,7 @@ func setupOverload(cfg Config, v overloadVariant) (*overloadSetup, error) {
 	failsafeCfg.Timeout = cfg.PerCall
 	svc := &overloadService{
 		cfg: cfg, variant: v, sem: make(chan struct{}, cfg.Workers),
-		dep:      dependency.HttpHop{Client: w.HttpClient(depTransport, "reviews"), URL: ds.URL},
+		dep:      dependency.HTTPHop{Client: w.HTTPClient(depTransport, "reviews"), URL: ds.URL},
 		failsafe: failsafeCfg.Executor(),
 	}
 	svc.op = &budget.Op{Name: "reviews", Prior: cfg.Fast, Cap: cfg.PerCall,
@@ -265,7 +265,7 @@ func setupOverload(cfg Config, v overloadVariant) (*overloadSetup, error) {
 	st.svcURL = ss.URL
 	userTransport := loopback.NewH2CTransport()
 	st.servers.Push(loopback.Closer(userTransport.CloseIdleConnections))
-	st.client = w.HttpClient(userTransport, "service")
+	st.client = w.HTTPClient(userTransport, "service")
 	return st, nil
 }
 

@@ -215,7 +215,7 @@ func (r *Run) waitIdle(d time.Duration) {
 // Hop runs one statement whose server-side work takes as long as the
 // dependency's fault says.
 type Hop struct {
-	Db  *Run
+	DB  *Run
 	Dep *dependency.Dependency
 }
 
@@ -229,16 +229,16 @@ func (h Hop) Call(ctx context.Context) error {
 	case lat < 0:
 		lat = dbHang
 	}
-	id := h.Db.next.Add(1)
-	h.Db.Track.Start(id)
-	sql := fmt.Sprintf("SELECT pg_sleep($1) /* %s:%d */", h.Db.tag, id)
+	id := h.DB.next.Add(1)
+	h.DB.Track.Start(id)
+	sql := fmt.Sprintf("SELECT pg_sleep($1) /* %s:%d */", h.DB.tag, id)
 	var err error
-	if h.Db.detach {
+	if h.DB.detach {
 		err = h.detached(ctx, sql, lat)
 	} else {
-		_, err = h.Db.pool.Exec(ctx, sql, lat.Seconds())
+		_, err = h.DB.pool.Exec(ctx, sql, lat.Seconds())
 	}
-	h.Db.Track.End(id, time.Now(), err == nil)
+	h.DB.Track.End(id, time.Now(), err == nil)
 	if err == nil {
 		return nil
 	}
@@ -253,8 +253,8 @@ func (h Hop) Call(ctx context.Context) error {
 // the statement.
 func (h Hop) detached(ctx context.Context, sql string, lat time.Duration) error {
 	done := make(chan error, 1)
-	h.Db.work.Go(func() {
-		_, err := h.Db.pool.Exec(context.WithoutCancel(ctx), sql, lat.Seconds())
+	h.DB.work.Go(func() {
+		_, err := h.DB.pool.Exec(context.WithoutCancel(ctx), sql, lat.Seconds())
 		done <- err
 	})
 	select {
