@@ -1,58 +1,30 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
-	"math"
-	"strconv"
 	"strings"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/cmd/budget/internal/chart"
 	"github.com/timebudget/budget/cmd/budget/internal/format"
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 )
 
-// The charts are drawn with gonum/plot, in Liberation Sans (gonum/plot's
-// default is the serif face, which looks out of place on a sans-serif page),
-// in colours from the Okabe–Ito palette, which stays distinguishable with
-// every common form of colour blindness. Every bar also carries its value as
-// a label, so no figure depends on telling colours apart.
-func init() {
-	plot.DefaultFont.Variant = "Sans"
-	plotter.DefaultFont.Variant = "Sans"
-}
+// The charts are drawn in the style of package chart, shared with budget
+// sim's report: SVG, the Okabe–Ito palette, one colour per outcome and per
+// series, shares up to 100 %, log scales where figures differ by orders of
+// magnitude.
 
-// The Okabe–Ito palette (Okabe and Ito, "Color Universal Design", 2008).
-var (
-	okabeOrange     = color.RGBA{R: 0xE6, G: 0x9F, B: 0x00, A: 0xFF}
-	okabeSkyBlue    = color.RGBA{R: 0x56, G: 0xB4, B: 0xE9, A: 0xFF}
-	okabeBlue       = color.RGBA{R: 0x00, G: 0x72, B: 0xB2, A: 0xFF}
-	okabeVermillion = color.RGBA{R: 0xD5, G: 0x5E, B: 0x00, A: 0xFF}
-	okabePurple     = color.RGBA{R: 0xCC, G: 0x79, B: 0xA7, A: 0xFF}
-	okabeBlack      = color.RGBA{A: 0xFF}
-	cutOffGrey      = color.RGBA{R: 0xB8, G: 0xB8, B: 0xB8, A: 0xFF}
-	paleBlue        = color.RGBA{R: 0xDD, G: 0xE8, B: 0xF2, A: 0xFF}
-)
-
-// Colours of the three outcomes, used by the outcome chart and the page's
-// legend alike.
-var (
-	colourInBudget = okabeBlue
-	colourLate     = okabeOrange
-	colourFailed   = okabeVermillion
-)
-
-// chart is a rendered PNG with the text an <img> needs. Key names the chart
-// on the page (data-chart), so tests and readers can find it.
-type chart struct {
+// drawn is a rendered chart (an SVG document) with the text an <img> needs.
+// Key names the chart on the page (data-chart), so tests and readers can
+// find it.
+type drawn struct {
 	Key   string
 	Title string
 	Alt   string
-	PNG   []byte
+	SVG   []byte
 }
 
 // Charts come in two widths: half of the page's column, two side by side,
@@ -62,19 +34,6 @@ const (
 	fullW  = 10.8 * vg.Inch
 	chartH = 3.4 * vg.Inch
 )
-
-// renderPNG draws p as a PNG w wide and chartH high, at gonum/plot's 96 dpi.
-func renderPNG(p *plot.Plot, w vg.Length) ([]byte, error) {
-	wt, err := p.WriterTo(w, chartH, "png")
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
 
 // patternLabel is a pattern's name on a chart's axis, broken over two lines
 // so four patterns fit under a half-width chart.
@@ -109,62 +68,10 @@ func failuresCutOffByDemo(p Pattern) bool {
 	return p.CutOff == total
 }
 
-// newBarPlot returns a plot for n categories with the given names, with room
-// on both sides so the first and the last bar do not touch the frame.
-func newBarPlot(title, yLabel string, names []string) *plot.Plot {
-	p := plot.New()
-	p.Title.Text = title
-	p.Title.Padding = vg.Points(6)
-	p.Y.Label.Text = yLabel
-	p.NominalX(names...)
-	return p
-}
-
-// fitX sets the x range after the bars were added (Add widens it to the
-// data), leaving half a category of room at each end.
-func fitX(p *plot.Plot, n int) { p.X.Min, p.X.Max = -0.6, float64(n)-0.4 }
-
-// bars returns a bar series in colour c with no outline.
-func bars(vals plotter.Values, w vg.Length, c color.Color) (*plotter.BarChart, error) {
-	b, err := plotter.NewBarChart(vals, w)
-	if err != nil {
-		return nil, err
-	}
-	b.Color = c
-	b.LineStyle.Width = 0
-	return b, nil
-}
-
-// valueLabels returns labels placed just above points, centred.
-func valueLabels(xys plotter.XYs, texts []string, dx vg.Length) (*plotter.Labels, error) {
-	l, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: texts})
-	if err != nil {
-		return nil, err
-	}
-	for i := range l.TextStyle {
-		l.TextStyle[i].XAlign = draw.XCenter
-		l.TextStyle[i].YAlign = draw.YBottom
-	}
-	l.Offset = vg.Point{X: dx, Y: vg.Points(2)}
-	return l, nil
-}
-
-// budgetLine returns a dashed horizontal line at y across n categories.
-func budgetLine(y float64, n int) (*plotter.Line, error) {
-	line, err := plotter.NewLine(plotter.XYs{{X: -0.6, Y: y}, {X: float64(n) - 0.4, Y: y}})
-	if err != nil {
-		return nil, err
-	}
-	line.Color = okabeBlack
-	line.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
-	line.Width = vg.Points(1.2)
-	return line, nil
-}
-
 // outcomeChart stacks, for each pattern, the share of requests answered in
 // budget, answered late and failed: the first thing to look at, because a
 // pattern whose latency sits on the budget line may still fail every request.
-func outcomeChart(s Scenario) (chart, error) {
+func outcomeChart(s Scenario) (drawn, error) {
 	n := len(s.Patterns)
 	names := make([]string, n)
 	in, late, failed := make(plotter.Values, n), make(plotter.Values, n), make(plotter.Values, n)
@@ -172,22 +79,19 @@ func outcomeChart(s Scenario) (chart, error) {
 		names[i] = patternLabel(pr)
 		in[i], late[i], failed[i] = 100*pr.AnsweredRatio, 100*pr.LateRatio, 100*pr.FailedRatio
 	}
-	p := newBarPlot(s.Name+": how each request ended", "share of requests (%)", names)
-	p.Y.Min, p.Y.Max = 0, 142 // room for the legend above the bars
-	p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0"}, {Value: 25, Label: "25"},
-		{Value: 50, Label: "50"}, {Value: 75, Label: "75"}, {Value: 100, Label: "100"}})
+	p := chart.NewBarPlot(s.Name+": how each request ended", "share of requests (%)", names)
+	chart.ShareAxis(p) // the page's key names the colours, so no legend covers the bars
 	w := vg.Points(46)
 	var below *plotter.BarChart
 	var xys plotter.XYs
 	var texts []string
 	for _, part := range []struct {
-		label string
-		vals  plotter.Values
-		c     color.Color
-	}{{"answered in budget", in, colourInBudget}, {"answered late", late, colourLate}, {"failed", failed, colourFailed}} {
-		b, err := bars(part.vals, w, part.c)
+		vals plotter.Values
+		c    color.Color
+	}{{in, chart.InBudget}, {late, chart.Late}, {failed, chart.Failed}} { // answered in budget, late, failed
+		b, err := chart.Bars(part.vals, w, part.c)
 		if err != nil {
-			return chart{}, err
+			return drawn{}, err
 		}
 		if below != nil {
 			b.StackOn(below)
@@ -203,30 +107,27 @@ func outcomeChart(s Scenario) (chart, error) {
 			}
 		}
 		p.Add(b)
-		p.Legend.Add(part.label, b)
 		below = b
 	}
-	labels, err := valueLabels(xys, texts, 0)
+	labels, err := chart.ValueLabels(xys, texts, 0)
 	if err != nil {
-		return chart{}, err
+		return drawn{}, err
 	}
 	for i := range labels.TextStyle {
 		labels.TextStyle[i].Color = color.White
 	}
 	p.Add(labels)
-	p.Legend.Top = true
-	p.Legend.Left = true
-	fitX(p, n)
-	png, err := renderPNG(p, halfW)
-	return chart{
-		Key: "outcomes-" + s.Name, Title: p.Title.Text, PNG: png,
+	chart.FitX(p, n)
+	svg, err := chart.SVG(p, halfW, chartH)
+	return drawn{
+		Key: "outcomes-" + s.Name, Title: p.Title.Text, SVG: svg,
 		Alt: fmt.Sprintf("stacked bars of the share of %s's requests answered in budget, answered late and failed, for each pattern", s.Name),
 	}, err
 }
 
 // failureCostChart shows how long a failed request took to fail, per
 // pattern: what a failure costs the user who waits for it.
-func failureCostChart(s Scenario, budgetMs, safetyMs float64) (chart, error) {
+func failureCostChart(s Scenario, budgetMs, safetyMs float64) (drawn, error) {
 	n := len(s.Patterns)
 	names := make([]string, n)
 	vals, grey := make(plotter.Values, n), make(plotter.Values, n)
@@ -248,24 +149,24 @@ func failureCostChart(s Scenario, budgetMs, safetyMs float64) (chart, error) {
 		xys = append(xys, plotter.XY{X: float64(i), Y: pr.FailureCostMs})
 		texts = append(texts, text)
 	}
-	p := newBarPlot(s.Name+": time a failed request took to fail (median)", "milliseconds", names)
+	p := chart.NewBarPlot(s.Name+": time a failed request took to fail (median)", "milliseconds", names)
 	p.Y.Min, p.Y.Max = 0, top*1.6 // room for the legend above the bars
 	w := vg.Points(46)
-	measured, err := bars(vals, w, colourFailed)
+	measured, err := chart.Bars(vals, w, chart.Failed)
 	if err != nil {
-		return chart{}, err
+		return drawn{}, err
 	}
-	cut, err := bars(grey, w, cutOffGrey)
+	cut, err := chart.Bars(grey, w, chart.Grey)
 	if err != nil {
-		return chart{}, err
+		return drawn{}, err
 	}
-	line, err := budgetLine(budgetMs, n)
+	line, err := chart.BudgetLine(budgetMs, n)
 	if err != nil {
-		return chart{}, err
+		return drawn{}, err
 	}
-	labels, err := valueLabels(xys, texts, 0)
+	labels, err := chart.ValueLabels(xys, texts, 0)
 	if err != nil {
-		return chart{}, err
+		return drawn{}, err
 	}
 	p.Add(measured, cut, line, labels)
 	p.Legend.Add("measured", measured)
@@ -273,67 +174,29 @@ func failureCostChart(s Scenario, budgetMs, safetyMs float64) (chart, error) {
 	p.Legend.Add("budget "+format.Duration(budgetMs).String(), line)
 	p.Legend.Top = true
 	p.Legend.Left = true
-	fitX(p, n)
-	png, err := renderPNG(p, halfW)
-	return chart{
-		Key: "failure-cost-" + s.Name, Title: p.Title.Text, PNG: png,
+	chart.FitX(p, n)
+	svg, err := chart.SVG(p, halfW, chartH)
+	return drawn{
+		Key: "failure-cost-" + s.Name, Title: p.Title.Text, SVG: svg,
 		Alt: fmt.Sprintf("bars of the median time a failed request of %s took to fail, for each pattern, with the %s budget as a dashed line", s.Name, format.Duration(budgetMs)),
 	}, err
 }
 
-// logFloorMs is the smallest value the log-scale charts show: anything
-// below it, zero included, is drawn at the axis.
-const logFloorMs = 0.1
-
 // logBarChart draws one bar per category on a logarithmic axis of
-// milliseconds, each labelled with its value. gonum/plot's log scale cannot
-// draw a bar from zero, so the bars are drawn as decades above logFloorMs
-// and the axis is labelled in milliseconds or seconds.
-func logBarChart(key, title, yLabel, alt string, names []string, valsMs []float64, c color.Color, w vg.Length) (chart, error) {
-	n := len(valsMs)
-	heights := make(plotter.Values, n)
-	var xys plotter.XYs
-	var texts []string
-	top := 1.0
-	for i, v := range valsMs {
-		heights[i] = math.Log10(max(v, logFloorMs) / logFloorMs)
-		top = max(top, heights[i])
-		xys = append(xys, plotter.XY{X: float64(i), Y: heights[i]})
-		texts = append(texts, format.Ms(v))
-	}
-	p := newBarPlot(title, yLabel, names)
-	p.Y.Min, p.Y.Max = 0, math.Ceil(top)+0.6
-	var ticks []plot.Tick
-	for d := 0.0; d <= math.Ceil(top); d++ {
-		ticks = append(ticks, plot.Tick{Value: d, Label: decadeLabel(logFloorMs * math.Pow(10, d))})
-	}
-	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
-	b, err := bars(heights, vg.Points(46), c)
+// milliseconds (chart.LogBars), each labelled with its value.
+func logBarChart(key, title, yLabel, alt string, names []string, valsMs []float64, c color.Color, w vg.Length) (drawn, error) {
+	p, err := chart.LogBars(title, yLabel, names, valsMs, c, format.Ms)
 	if err != nil {
-		return chart{}, err
+		return drawn{}, err
 	}
-	labels, err := valueLabels(xys, texts, 0)
-	if err != nil {
-		return chart{}, err
-	}
-	p.Add(b, labels)
-	fitX(p, n)
-	png, err := renderPNG(p, w)
-	return chart{Key: key, Title: title, Alt: alt, PNG: png}, err
-}
-
-// decadeLabel names a power of ten of milliseconds: 0.1ms, 1ms, … 1s, 10s.
-func decadeLabel(v float64) string {
-	if v >= 1000 {
-		return strconv.FormatFloat(v/1000, 'f', -1, 64) + "s"
-	}
-	return strconv.FormatFloat(v, 'f', -1, 64) + "ms"
+	svg, err := chart.SVG(p, w, chartH)
+	return drawn{Key: key, Title: title, Alt: alt, SVG: svg}, err
 }
 
 // wastedChart shows, on a log scale, how long the dependencies kept working
 // after their caller had gone: the figures differ by five orders of
 // magnitude, which a linear axis would flatten to one visible bar.
-func wastedChart(s Scenario) (chart, error) {
+func wastedChart(s Scenario) (drawn, error) {
 	names := make([]string, len(s.Patterns))
 	vals := make([]float64, len(s.Patterns))
 	for i, pr := range s.Patterns {
@@ -342,25 +205,25 @@ func wastedChart(s Scenario) (chart, error) {
 	}
 	return logBarChart("wasted-"+s.Name, s.Name+": work done after the caller had gone (log scale)",
 		"dependency time, summed", fmt.Sprintf("bars on a log scale of the work %s's dependencies did after their caller had gone, for each pattern", s.Name),
-		names, vals, okabePurple, halfW)
+		names, vals, chart.Purple, halfW)
 }
 
 // latencyChart shows p50, p99 and max time to answer or fail for each pattern
 // of a scenario, with the budget as a dashed line. A pattern whose every
 // request was cut off by the load generator is drawn as one grey bar at the
 // cut-off and labelled as such: those times are the demo's, not measured.
-func latencyChart(s Scenario, budgetMs float64) (chart, error) {
+func latencyChart(s Scenario, budgetMs float64) (drawn, error) {
 	n := len(s.Patterns)
 	names := make([]string, n)
-	p := newBarPlot(s.Name+": time to answer or fail", "milliseconds", names)
+	p := chart.NewBarPlot(s.Name+": time to answer or fail", "milliseconds", names)
 	series := []struct {
 		label string
 		get   func(Latency) float64
 		c     color.Color
 	}{
-		{"p50", func(l Latency) float64 { return l.P50 }, okabeSkyBlue},
-		{"p99", func(l Latency) float64 { return l.P99 }, okabeBlue},
-		{"max", func(l Latency) float64 { return l.Max }, okabePurple},
+		{"p50", func(l Latency) float64 { return l.P50 }, chart.SkyBlue},
+		{"p99", func(l Latency) float64 { return l.P99 }, chart.Blue},
+		{"max", func(l Latency) float64 { return l.Max }, chart.Purple},
 	}
 	w := vg.Points(20)
 	top := budgetMs
@@ -378,9 +241,9 @@ func latencyChart(s Scenario, budgetMs float64) (chart, error) {
 			}
 			vals[j] = sr.get(pr.LatencyMs)
 		}
-		b, err := bars(vals, w, sr.c)
+		b, err := chart.Bars(vals, w, sr.c)
 		if err != nil {
-			return chart{}, err
+			return drawn{}, err
 		}
 		b.Offset = vg.Length(i-1) * w
 		p.Add(b)
@@ -397,22 +260,22 @@ func latencyChart(s Scenario, budgetMs float64) (chart, error) {
 			cutTexts = append(cutTexts, fmt.Sprintf("%d of %d cut off\nby the demo", pr.CutOff, pr.Requests))
 		}
 	}
-	cut, err := bars(grey, 3*w, cutOffGrey)
+	cut, err := chart.Bars(grey, 3*w, chart.Grey)
 	if err != nil {
-		return chart{}, err
+		return drawn{}, err
 	}
 	p.Add(cut)
 	p.Legend.Add("cut off by the demo", cut)
 	if len(cutXYs) > 0 {
-		labels, err := valueLabels(cutXYs, cutTexts, 0)
+		labels, err := chart.ValueLabels(cutXYs, cutTexts, 0)
 		if err != nil {
-			return chart{}, err
+			return drawn{}, err
 		}
 		p.Add(labels)
 	}
-	line, err := budgetLine(budgetMs, n)
+	line, err := chart.BudgetLine(budgetMs, n)
 	if err != nil {
-		return chart{}, err
+		return drawn{}, err
 	}
 	p.Add(line)
 	p.Legend.Add("budget "+format.Duration(budgetMs).String(), line)
@@ -420,10 +283,10 @@ func latencyChart(s Scenario, budgetMs float64) (chart, error) {
 	p.Legend.Left = true
 	p.NominalX(names...)
 	p.Y.Min, p.Y.Max = 0, top*1.45 // room for the legend and the labels above the bars
-	fitX(p, n)
-	png, err := renderPNG(p, halfW)
-	return chart{
-		Key: "latency-" + s.Name, Title: p.Title.Text, PNG: png,
+	chart.FitX(p, n)
+	svg, err := chart.SVG(p, halfW, chartH)
+	return drawn{
+		Key: "latency-" + s.Name, Title: p.Title.Text, SVG: svg,
 		Alt: fmt.Sprintf("bar chart of p50, p99 and max latency for each pattern of %s, with the %s budget as a dashed line", s.Name, format.Duration(budgetMs)),
 	}, err
 }
@@ -432,7 +295,7 @@ func latencyChart(s Scenario, budgetMs float64) (chart, error) {
 // thing that took or refused time (an attempt, a fallback rung, a refusal),
 // a bar from the budget left when it started down to what was left when it
 // ended. The root package records one event per thing, so each appears once.
-func ledgerChart(l Ledger) (chart, error) {
+func ledgerChart(l Ledger) (drawn, error) {
 	var base, spent plotter.Values
 	var names []string
 	var marks plotter.XYLabels
@@ -456,70 +319,80 @@ func ledgerChart(l Ledger) (chart, error) {
 		marks.Labels = append(marks.Labels, note)
 	}
 	if len(names) == 0 {
-		return chart{}, fmt.Errorf("ledger of request %d has no hops", l.Request)
+		return drawn{}, fmt.Errorf("ledger of request %d has no hops", l.Request)
 	}
-	p := newBarPlot(fmt.Sprintf("%s, request %d: budget left, hop by hop", l.Scenario, l.Request), "budget left (ms)", names)
+	p := chart.NewBarPlot(fmt.Sprintf("%s, request %d: budget left, hop by hop", l.Scenario, l.Request), "budget left (ms)", names)
 	p.Y.Min, p.Y.Max = 0, format.Millis(l.Budget)*1.3
 	w := vg.Points(40)
-	under, err := bars(base, w, paleBlue)
+	under, err := chart.Bars(base, w, chart.PaleBlue)
 	if err != nil {
-		return chart{}, err
+		return drawn{}, err
 	}
-	over, err := bars(spent, w, okabeBlue)
+	over, err := chart.Bars(spent, w, chart.Blue)
 	if err != nil {
-		return chart{}, err
+		return drawn{}, err
 	}
 	over.StackOn(under)
-	labels, err := valueLabels(marks.XYs, marks.Labels, 0)
+	labels, err := chart.ValueLabels(marks.XYs, marks.Labels, 0)
 	if err != nil {
-		return chart{}, err
+		return drawn{}, err
 	}
 	p.Add(under, over, labels)
 	p.Legend.Add("left after it", under)
 	p.Legend.Add("spent by it", over)
 	p.Legend.Top = true
-	fitX(p, len(names))
-	png, err := renderPNG(p, fullW)
-	return chart{
-		Key: fmt.Sprintf("ledger-%s-%d", l.Scenario, l.Request), Title: p.Title.Text, PNG: png,
+	chart.FitX(p, len(names))
+	svg, err := chart.SVG(p, fullW, chartH)
+	return drawn{
+		Key: fmt.Sprintf("ledger-%s-%d", l.Scenario, l.Request), Title: p.Title.Text, SVG: svg,
 		Alt: fmt.Sprintf("waterfall of the budget left at each hop of request %d (%s)", l.Request, l.Label),
 	}, err
 }
 
 // goodputChart shows the overload case's goodput for each variant.
-func goodputChart(o *Overload) (chart, error) {
+func goodputChart(o *Overload) (drawn, error) {
 	vals := make(plotter.Values, len(o.Variants))
 	names := make([]string, len(o.Variants))
-	var xys plotter.XYs
-	var texts []string
+	var xys, inside plotter.XYs
+	var texts, insideTexts []string
 	for i, v := range o.Variants {
 		vals[i] = 100 * v.Goodput
 		names[i] = twoLines(v.Name)
-		xys = append(xys, plotter.XY{X: float64(i), Y: vals[i]})
-		texts = append(texts, format.Pct(v.Goodput))
+		// A bar near the top of the 100 % axis carries its label inside.
+		if vals[i] > 88 {
+			inside = append(inside, plotter.XY{X: float64(i), Y: vals[i]})
+			insideTexts = append(insideTexts, format.Pct(v.Goodput))
+		} else {
+			xys = append(xys, plotter.XY{X: float64(i), Y: vals[i]})
+			texts = append(texts, format.Pct(v.Goodput))
+		}
 	}
-	p := newBarPlot("overload: other requests answered within the budget", "goodput (%)", names)
-	p.Y.Min, p.Y.Max = 0, 115
-	b, err := bars(vals, vg.Points(46), okabeBlue)
+	p := chart.NewBarPlot("overload: other requests answered within the budget", "goodput (%)", names)
+	chart.ShareAxis(p)
+	b, err := chart.Bars(vals, vg.Points(46), chart.Blue)
 	if err != nil {
-		return chart{}, err
+		return drawn{}, err
 	}
-	labels, err := valueLabels(xys, texts, 0)
+	labels, err := chart.ValueLabels(xys, texts, 0)
 	if err != nil {
-		return chart{}, err
+		return drawn{}, err
 	}
-	p.Add(b, labels)
-	fitX(p, len(o.Variants))
-	png, err := renderPNG(p, halfW)
-	return chart{
-		Key: "goodput", Title: p.Title.Text, PNG: png,
+	in, err := chart.InsideLabels(inside, insideTexts)
+	if err != nil {
+		return drawn{}, err
+	}
+	p.Add(b, labels, in)
+	chart.FitX(p, len(o.Variants))
+	svg, err := chart.SVG(p, halfW, chartH)
+	return drawn{
+		Key: "goodput", Title: p.Title.Text, SVG: svg,
 		Alt: "bar chart of the goodput of unrelated requests for each overload variant",
 	}, err
 }
 
 // heldLateChart shows, on a log scale, the worker time each overload
 // variant held after its user's deadline had passed.
-func heldLateChart(o *Overload) (chart, error) {
+func heldLateChart(o *Overload) (drawn, error) {
 	vals := make([]float64, len(o.Variants))
 	names := make([]string, len(o.Variants))
 	for i, v := range o.Variants {
@@ -528,5 +401,5 @@ func heldLateChart(o *Overload) (chart, error) {
 	}
 	return logBarChart("held-late", "overload: worker time after the user had left (log scale)", "worker time, summed",
 		"bars on a log scale of the worker time each overload variant held after its user had left",
-		names, vals, okabePurple, halfW)
+		names, vals, chart.Purple, halfW)
 }

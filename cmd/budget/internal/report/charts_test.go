@@ -1,8 +1,10 @@
 package report
 
 import (
-	"bytes"
-	"image/png"
+	"encoding/xml"
+	"math"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +24,7 @@ func syntheticScenario() Scenario {
 }
 
 // TestChartsDraw draws every chart of the report from synthetic figures and
-// checks each is a PNG of the size its place on the page needs.
+// checks each is an SVG document of the size its place on the page needs.
 func TestChartsDraw(t *testing.T) {
 	t.Parallel()
 	s := syntheticScenario()
@@ -37,16 +39,16 @@ func TestChartsDraw(t *testing.T) {
 	}}
 	cases := []struct {
 		key  string
-		draw func() (chart, error)
+		draw func() (drawn, error)
 		wide bool
 	}{
-		{"outcomes-geo", func() (chart, error) { return outcomeChart(s) }, false},
-		{"failure-cost-geo", func() (chart, error) { return failureCostChart(s, 300, 900) }, false},
-		{"wasted-geo", func() (chart, error) { return wastedChart(s) }, false},
-		{"latency-geo", func() (chart, error) { return latencyChart(s, 300) }, false},
-		{"goodput", func() (chart, error) { return goodputChart(o) }, false},
-		{"held-late", func() (chart, error) { return heldLateChart(o) }, false},
-		{"ledger-geo-7", func() (chart, error) { return ledgerChart(l) }, true},
+		{"outcomes-geo", func() (drawn, error) { return outcomeChart(s) }, false},
+		{"failure-cost-geo", func() (drawn, error) { return failureCostChart(s, 300, 900) }, false},
+		{"wasted-geo", func() (drawn, error) { return wastedChart(s) }, false},
+		{"latency-geo", func() (drawn, error) { return latencyChart(s, 300) }, false},
+		{"goodput", func() (drawn, error) { return goodputChart(o) }, false},
+		{"held-late", func() (drawn, error) { return heldLateChart(o) }, false},
+		{"ledger-geo-7", func() (drawn, error) { return ledgerChart(l) }, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.key, func(t *testing.T) {
@@ -58,16 +60,22 @@ func TestChartsDraw(t *testing.T) {
 			if c.Key != tc.key || c.Title == "" || c.Alt == "" {
 				t.Errorf("chart key %q, title %q, alt %q; want key %q and a title and alt text", c.Key, c.Title, c.Alt, tc.key)
 			}
-			img, err := png.Decode(bytes.NewReader(c.PNG))
-			if err != nil {
-				t.Fatal(err)
+			var root struct {
+				XMLName xml.Name
+				Width   string `xml:"width,attr"`
+				Height  string `xml:"height,attr"`
+			}
+			if err := xml.Unmarshal(c.SVG, &root); err != nil || root.XMLName.Local != "svg" {
+				t.Fatalf("not an SVG document (%v): %.200s", err, c.SVG)
 			}
 			want := halfW
 			if tc.wide {
 				want = fullW
 			}
-			if w := img.Bounds().Dx(); w != int(want.Dots(96)+0.5) {
-				t.Errorf("chart is %d px wide, want %.0f", w, want.Dots(96))
+			w, errW := strconv.ParseFloat(strings.TrimSuffix(root.Width, "pt"), 64)
+			h, errH := strconv.ParseFloat(strings.TrimSuffix(root.Height, "pt"), 64)
+			if errW != nil || errH != nil || math.Abs(w-want.Points()) > 0.01 || math.Abs(h-chartH.Points()) > 0.01 {
+				t.Errorf("chart is %s × %s, want %gpt × %gpt", root.Width, root.Height, want.Points(), chartH.Points())
 			}
 		})
 	}

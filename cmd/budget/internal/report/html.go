@@ -6,12 +6,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/timebudget/budget/cmd/budget/internal/format"
 	"html/template"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/timebudget/budget/cmd/budget/internal/chart"
+	"github.com/timebudget/budget/cmd/budget/internal/format"
 )
 
 // reportHTML is the page's template. Every figure on the page is written by
@@ -25,10 +27,10 @@ var reportHTML string
 var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"fig":    figure,
 	"path":   jsonPath,
-	"counts": format.Counts,
+	"counts": format.Counts[int],
 	"failed": FailedAt,
-	"png": func(b []byte) template.URL {
-		return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b))
+	"svg": func(b []byte) template.URL {
+		return template.URL("data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(b))
 	},
 }).Parse(reportHTML))
 
@@ -37,7 +39,7 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 // work, then latency.
 type scenarioView struct {
 	Scenario
-	Charts []chart
+	Charts []drawn
 }
 
 // reportView is what the template renders.
@@ -45,8 +47,8 @@ type reportView struct {
 	*Report
 	Scenarios []scenarioView
 	Overload  *Overload
-	Overloads []chart
-	Ledgers   []chart
+	Overloads []drawn
+	Ledgers   []drawn
 	Requests  []Ledger
 	Colours   map[string]string
 }
@@ -69,17 +71,17 @@ func RenderHTML(rep *Report) ([]byte, error) {
 // newReportView draws every chart of the report.
 func newReportView(rep *Report) (*reportView, error) {
 	view := &reportView{Report: rep, Overload: rep.Overload, Requests: rep.Ledgers, Colours: map[string]string{
-		"in": hexColour(colourInBudget), "late": hexColour(colourLate), "failed": hexColour(colourFailed),
+		"in": chart.Hex(chart.InBudget), "late": chart.Hex(chart.Late), "failed": chart.Hex(chart.Failed),
 	}}
 	for _, s := range rep.Scenarios {
 		sv := scenarioView{Scenario: s}
-		for _, draw := range []func() (chart, error){
-			func() (chart, error) { return outcomeChart(s) },
-			func() (chart, error) {
+		for _, draw := range []func() (drawn, error){
+			func() (drawn, error) { return outcomeChart(s) },
+			func() (drawn, error) {
 				return failureCostChart(s, rep.Config.BudgetMs, rep.Config.SafetyLimitMs)
 			},
-			func() (chart, error) { return wastedChart(s) },
-			func() (chart, error) { return latencyChart(s, rep.Config.BudgetMs) },
+			func() (drawn, error) { return wastedChart(s) },
+			func() (drawn, error) { return latencyChart(s, rep.Config.BudgetMs) },
 		} {
 			c, err := draw()
 			if err != nil {
@@ -90,7 +92,7 @@ func newReportView(rep *Report) (*reportView, error) {
 		view.Scenarios = append(view.Scenarios, sv)
 	}
 	if rep.Overload != nil {
-		for _, draw := range []func(*Overload) (chart, error){goodputChart, heldLateChart} {
+		for _, draw := range []func(*Overload) (drawn, error){goodputChart, heldLateChart} {
 			c, err := draw(rep.Overload)
 			if err != nil {
 				return nil, fmt.Errorf("overload: %w", err)
@@ -165,13 +167,6 @@ func jsonPath(parts ...any) string {
 		s[i] = fmt.Sprint(p)
 	}
 	return strings.Join(s, ".")
-}
-
-// hexColour renders a colour as CSS's #RRGGBB, so the page's legend shows
-// the charts' own colours.
-func hexColour(c interface{ RGBA() (r, g, b, a uint32) }) string {
-	r, g, b, _ := c.RGBA()
-	return fmt.Sprintf("#%02X%02X%02X", r>>8, g>>8, b>>8)
 }
 
 // WriteFiles writes report.json and report.html into dir and returns their

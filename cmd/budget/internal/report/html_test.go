@@ -3,6 +3,8 @@ package report
 import (
 	"strings"
 	"testing"
+
+	"github.com/timebudget/budget/cmd/budget/internal/chart"
 )
 
 func TestFormatFigure(t *testing.T) {
@@ -51,7 +53,7 @@ func TestFigureTagsItsPlace(t *testing.T) {
 
 func TestHexColour(t *testing.T) {
 	t.Parallel()
-	if got := hexColour(okabeVermillion); got != "#D55E00" {
-		t.Errorf("hexColour(vermillion) = %s, want #D55E00", got)
+	if got := chart.Hex(chart.Vermillion); got != "#D55E00" {
+		t.Errorf("chart.Hex(chart.Vermillion) = %s, want #D55E00", got)
 	}
 }

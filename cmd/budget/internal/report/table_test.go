@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/cmd/budget/internal/chart"
 	"github.com/timebudget/budget/cmd/budget/internal/format"
 )
 
@@ -105,10 +106,10 @@ func TestFormatting(t *testing.T) {
 	cases := []struct{ got, want string }{
 		{format.Ms(0.5), "0.5ms"}, {format.Ms(12.3), "12ms"}, {format.Ms(1500), "1.50s"}, {format.Ms(295000), "295s"},
 		{format.Pct(0.845), "84%"}, {format.Pct(1), "100%"},
-		{format.Counts(map[string]int{"cache": 3, "exact": 5, "a": 3}), "exact 5, a 3, cache 3"}, {format.Counts(nil), "—"},
+		{format.Counts(map[string]int{"cache": 3, "exact": 5, "a": 3}), "exact 5, a 3, cache 3"}, {format.Counts[int](nil), "—"},
 		{FailedAt(Pattern{FailuresByStage: map[string]int{"geometry": 2}, FailureReasons: map[string]int{"timeout": 2}}), "geometry 2 (timeout 2)"},
 		{twoLines("deadline + admission"), "deadline +\nadmission"}, {twoLines("no timeout"), "no\ntimeout"}, {twoLines("budget"), "budget"},
-		{decadeLabel(0.1), "0.1ms"}, {decadeLabel(100), "100ms"}, {decadeLabel(10000), "10s"},
+		{chart.DecadeLabel(0.1), "0.1ms"}, {chart.DecadeLabel(100), "100ms"}, {chart.DecadeLabel(10000), "10s"},
 	}
 	for _, tc := range cases {
 		if tc.got != tc.want {
