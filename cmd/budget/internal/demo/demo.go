@@ -92,6 +92,7 @@ func buildReport(cfg *demoConfig, all []scenarioRuns, over []*overload.Result, w
 		if sr.sc.HasDep(postgres.Dependency) {
 			s.Database = databaseNote(cfg)
 		}
+		s.Narrative = report.Narrate(s)
 		rep.Scenarios = append(rep.Scenarios, s)
 	}
 	if len(over) > 0 {

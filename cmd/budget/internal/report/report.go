@@ -44,9 +44,12 @@ type Config struct {
 // Scenario is one scenario: its path, what it shows, its
 // dependencies and faults, and what each pattern measured on it.
 type Scenario struct {
-	Name             string       `json:"name"`
-	Title            string       `json:"title"`
-	Story            string       `json:"story"`
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	Story string `json:"story"`
+	// Narrative says what each pattern did and which did best, in
+	// sentences computed from the figures below (Narrate).
+	Narrative        []string     `json:"narrative"`
 	PerCallTimeoutMs float64      `json:"per_call_timeout_ms"`
 	PerCallRule      string       `json:"per_call_rule"`
 	Dependencies     []Dependency `json:"dependencies"`

@@ -70,9 +70,12 @@ const CacheLatency = time.Millisecond
 var geoScenario = Scenario{
 	Key:   "geo",
 	Title: "geospatial query: resolve → retrieve → geometry (exact → simplified → cache)",
+	// The story asks the question and says how each pattern goes about it;
+	// what each one achieved is the report's narrative, computed from the
+	// run's own figures (report.Narrate).
 	Story: "A cheap answer exists: the edge keeps a cache of earlier answers. When geometry hangs, the question is whether a pattern still has time left to use it. " +
-		"Per-call timeouts wait out their own timeout first and answer from the cache after the user has gone; a shared deadline spends everything on geometry and fails; " +
-		"admission declines the geometry rungs that cannot finish and answers from the cache in time.",
+		"Per-call timeouts wait out their own timeout on each geometry rung before they reach the cache; a shared deadline spends what is left on geometry; " +
+		"admission declines the geometry rungs its estimates say cannot finish, and goes to the cache with the time that is left.",
 	Deps: []depSpec{
 		{Name: "resolve", Proto: OverHTTP, Base: 15 * time.Millisecond, Cascade: true},
 		{Name: "retrieve", Proto: OverGRPC, Base: 25 * time.Millisecond, Cascade: true},
@@ -98,9 +101,9 @@ var geoScenario = Scenario{
 var Checkout = Scenario{
 	Key:   "checkout",
 	Title: "inventory → pricing → payment, each required",
-	Story: "No cheap answer exists: every stage is required. Once payment is slow, no pattern can answer in time, so the question is what a failure costs. " +
-		"Budgets give the user an honest failure within the budget (admission even before calling payment, from its measured latency), " +
-		"and payment, which hands the work to an engine that sees only a deadline, stops at the budget instead of working on for nobody.",
+	Story: "No cheap answer exists: every stage is required. Once payment is slow, the question is what a failure costs. " +
+		"The budget patterns end a request at the budget (admission even before calling payment, from its measured latency), " +
+		"and hand payment, whose engine sees only a deadline, the budget's deadline with the work.",
 	Deps: []depSpec{
 		{Name: "inventory", Proto: OverHTTP, Base: 20 * time.Millisecond, Cascade: true},
 		{Name: "pricing", Proto: OverGRPC, Base: 30 * time.Millisecond, Cascade: true},
