@@ -1,45 +1,34 @@
 package demo
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/timebudget/budget/cmd/budget/internal/format"
-	"github.com/timebudget/budget/cmd/budget/internal/overload"
-	"github.com/timebudget/budget/cmd/budget/internal/report"
 	"html"
-	"image"
-	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/timebudget/budget/cmd/budget/internal/browsertest"
+	"github.com/timebudget/budget/cmd/budget/internal/format"
+	"github.com/timebudget/budget/cmd/budget/internal/overload"
+	"github.com/timebudget/budget/cmd/budget/internal/report"
 )
 
 // TestReportRendersInChromium opens report.html in headless Chromium, as a
 // person would, and checks what the page shows: the outcome and wasted-work
 // charts of every scenario, drawn at a visible size, and every figure on the
 // page equal to the same figure in report.json. A full-page screenshot is
-// kept under $BUDGET_ARTIFACTS (default: a temporary directory).
+// kept as demo-report.png (see browsertest.ArtifactDir).
 func TestReportRendersInChromium(t *testing.T) {
-	bin := chromiumPath()
-	if bin == "" {
-		const msg = "chromium not found: install Debian's chromium package (apt-get install chromium)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	bin := browsertest.Chromium(t)
 	rep, dir := smallRun(t)
 	url := "file://" + filepath.Join(dir, "report.html")
 
-	dom, err := chromium(t, bin, 2000, "--dump-dom", url)
+	dom, err := browsertest.Run(t, bin, 1200, 2000, "--dump-dom", url)
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v\n%s", err, dom)
 	}
@@ -60,19 +49,7 @@ func TestReportRendersInChromium(t *testing.T) {
 		height, _ = strconv.Atoi(m[1])
 	}
 	height = min(max(height, 1000), 20000)
-	artifacts := os.Getenv("BUDGET_ARTIFACTS")
-	if artifacts == "" {
-		artifacts = t.TempDir()
-	}
-	if err := os.MkdirAll(artifacts, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	shot := filepath.Join(artifacts, "report.png")
-	if out, err := chromium(t, bin, height, "--screenshot="+shot, url); err != nil {
-		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
-	}
-	t.Logf("full-page screenshot: %s", shot)
-	checkScreenshot(t, shot, height)
+	browsertest.Screenshot(t, bin, url, "demo-report.png", 1200, height)
 }
 
 // checkRows checks that every pattern and overload variant has its row.
@@ -235,69 +212,4 @@ func expectedText(unit string, v any) (string, error) {
 		return format.Counts(m), nil
 	}
 	return report.FormatFigure(unit, v)
-}
-
-// chromiumPath returns Debian's chromium binary, or "" when there is none.
-func chromiumPath() string {
-	for _, name := range []string{"/usr/bin/chromium", "chromium"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
-// chromium runs headless Chromium with a throwaway profile and no network
-// features, and returns its standard output.
-func chromium(t *testing.T, bin string, height int, args ...string) ([]byte, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + t.TempDir(), fmt.Sprintf("--window-size=1200,%d", height)}
-	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return append(out, stderr.Bytes()...), err
-	}
-	return out, nil
-}
-
-// checkScreenshot checks that the screenshot has the whole page's size and is
-// not blank: a page of tables and charts has many distinct colours.
-func checkScreenshot(t *testing.T, path string, height int) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	if b := img.Bounds(); b.Dx() != 1200 || b.Dy() != height {
-		t.Errorf("screenshot is %dx%d, want 1200x%d", b.Dx(), b.Dy(), height)
-	}
-	if n := distinctColours(img, 200); n < 50 {
-		t.Errorf("screenshot has %d distinct colours; the page looks blank", n)
-	}
-}
-
-func distinctColours(img image.Image, limit int) int {
-	seen := map[[3]uint32]bool{}
-	b := img.Bounds()
-	for y := b.Min.Y; y < b.Max.Y; y += 3 {
-		for x := b.Min.X; x < b.Max.X; x += 3 {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			seen[[3]uint32{r >> 8, g >> 8, bl >> 8}] = true
-			if len(seen) >= limit {
-				return len(seen)
-			}
-		}
-	}
-	return len(seen)
 }

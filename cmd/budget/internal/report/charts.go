@@ -221,9 +221,9 @@ func latencyChart(s Scenario, budgetMs float64) (drawn, error) {
 		get   func(Latency) float64
 		c     color.Color
 	}{
-		{"p50", func(l Latency) float64 { return l.P50 }, chart.SkyBlue},
-		{"p99", func(l Latency) float64 { return l.P99 }, chart.Blue},
-		{"max", func(l Latency) float64 { return l.Max }, chart.Purple},
+		{"p50", func(l Latency) float64 { return l.P50 }, chart.Series(0)},
+		{"p99", func(l Latency) float64 { return l.P99 }, chart.Series(1)},
+		{"max", func(l Latency) float64 { return l.Max }, chart.Series(2)},
 	}
 	w := vg.Points(20)
 	top := budgetMs

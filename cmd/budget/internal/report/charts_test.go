@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/cmd/budget/internal/chart"
 )
 
 // syntheticScenario has the cases the charts must draw: a pattern with no
@@ -102,5 +103,40 @@ func TestCutOffByDemo(t *testing.T) {
 	mixed := Pattern{Requests: 10, CutOff: 2, FailedRatio: 0.5, FailureReasons: map[string]int{"cut-off": 2, "timeout": 3}}
 	if failuresCutOffByDemo(mixed) {
 		t.Error("failures partly measured were marked as the demo's cut-off")
+	}
+}
+
+// TestChartsOneStyle checks the demo's charts against the style it shares
+// with budget sim's: the latency series are not in an outcome's colour, and
+// the outcome and goodput axes stop at 100 %.
+func TestChartsOneStyle(t *testing.T) {
+	t.Parallel()
+	s := syntheticScenario()
+	lat, err := latencyChart(s, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{chart.Hex(chart.InBudget), chart.Hex(chart.Late), chart.Hex(chart.Failed)} {
+		if strings.Contains(string(lat.SVG), "fill:"+c) {
+			t.Errorf("the latency chart fills a series with the outcome colour %s", c)
+		}
+	}
+	out, err := outcomeChart(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := goodputChart(&Overload{Variants: []Variant{{Name: "budget", Goodput: 1}, {Name: "none", Goodput: 0.33}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []drawn{out, good} {
+		if !strings.Contains(string(c.SVG), ">100<") {
+			t.Errorf("%s: no 100 %% tick", c.Key)
+		}
+		for _, tick := range []string{">110<", ">120<", ">125<", ">140<"} {
+			if strings.Contains(string(c.SVG), tick) {
+				t.Errorf("%s: the share axis goes past 100 %% (tick %s)", c.Key, tick)
+			}
+		}
 	}
 }
