@@ -1,6 +1,8 @@
 package main
 
 import (
+	"go/ast"
+	"go/token"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,6 +30,20 @@ func TestLayoutMainOnlyDispatches(t *testing.T) {
 		}
 		if n := strings.Count(string(data), "\n"); n > maxMainLines {
 			t.Errorf("%s has %d lines; package main keeps to %d: move its logic into an internal package", f, n, maxMainLines)
+		}
+	}
+}
+
+// TestLayoutMainHasNoGlobals checks that package main declares no
+// package-level variable: what its files share (a logger, say) is passed
+// to what needs it, not left where any file may change it.
+func TestLayoutMainHasNoGlobals(t *testing.T) {
+	t.Parallel()
+	for name, f := range parseDir(t, ".") {
+		for _, d := range f.Decls {
+			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.VAR {
+				t.Errorf("%s declares package-level variables %v; pass them explicitly", name, declNames(g))
+			}
 		}
 	}
 }
