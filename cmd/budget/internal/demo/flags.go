@@ -183,6 +183,7 @@ func parseScenarios(s string) ([]string, error) {
 // the flag package's own.
 type durationValue struct{ p *time.Duration }
 
+// String returns the duration, as the flag package shows a default.
 func (v durationValue) String() string {
 	if v.p == nil {
 		return ""
@@ -190,6 +191,7 @@ func (v durationValue) String() string {
 	return v.p.String()
 }
 
+// Set parses s as a duration such as 300ms.
 func (v durationValue) Set(s string) error {
 	d, err := time.ParseDuration(s)
 	if err != nil {
@@ -202,6 +204,7 @@ func (v durationValue) Set(s string) error {
 // intValue is a flag.Value for an int with a clearer error.
 type intValue struct{ p *int }
 
+// String returns the number, as the flag package shows a default.
 func (v intValue) String() string {
 	if v.p == nil {
 		return ""
@@ -209,6 +212,7 @@ func (v intValue) String() string {
 	return strconv.Itoa(*v.p)
 }
 
+// Set parses s as a whole number.
 func (v intValue) Set(s string) error {
 	n, err := strconv.Atoi(s)
 	if err != nil {

@@ -121,4 +121,5 @@ func (s *ServerStack) CloseAll() {
 // Closer adapts a function to server.
 type Closer func()
 
+// Close calls c.
 func (c Closer) Close() { c() }

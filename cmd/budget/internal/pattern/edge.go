@@ -31,7 +31,11 @@ type Edge struct {
 	Refusals map[string]int // stage → attempts refused before they started
 }
 
+// Stage is one stage of a scenario's path at the edge: one rung, or a
+// ladder of them tried in order (exact, simplified, cache).
 type Stage struct {
+	// Name is the stage's name in ledgers and reports; Rungs are tried in
+	// order until one answers.
 	Name  string
 	Rungs []Rung
 	// Ladder holds the rungs when there are several; the admission pattern
@@ -44,6 +48,8 @@ type Stage struct {
 // when hop is nil. op measures the rung's latency and decides admission in
 // the admission pattern.
 type Rung struct {
+	// Name is the rung's name, Hop the call it makes (nil for the cache),
+	// Op its latency estimate and admission.
 	Name string
 	Hop  dependency.Hop
 	Op   *budget.Op

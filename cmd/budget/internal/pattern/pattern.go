@@ -43,10 +43,13 @@ func eachRung(ctx context.Context, st Stage, attempt func(context.Context, Rung)
 // r.Context(), t). The timeout does not know what is left.
 type PerCallTimeouts struct{}
 
+// BudgetAware is false: the edge sends no budget on the wire.
 func (PerCallTimeouts) BudgetAware() bool { return false }
 
+// request leaves the request's context as it is: no deadline of its own.
 func (PerCallTimeouts) request(ctx context.Context, _ *Edge) context.Context { return ctx }
 
+// stage tries each rung under a fresh timeout of e.PerCall.
 func (PerCallTimeouts) stage(ctx context.Context, e *Edge, st Stage) (string, error) {
 	return eachRung(ctx, st, func(ctx context.Context, rg Rung) error {
 		c, cancel := context.WithTimeout(ctx, e.PerCall)
@@ -60,10 +63,13 @@ func (PerCallTimeouts) stage(ctx context.Context, e *Edge, st Stage) (string, er
 // does not ask whether an attempt can finish.
 type sharedDeadline struct{}
 
+// BudgetAware is true: the budget goes out on the wire.
 func (sharedDeadline) BudgetAware() bool { return true }
 
+// request keeps the budget the edge started.
 func (sharedDeadline) request(ctx context.Context, _ *Edge) context.Context { return ctx }
 
+// stage tries each rung with all the budget that is left.
 func (sharedDeadline) stage(ctx context.Context, _ *Edge, st Stage) (string, error) {
 	return eachRung(ctx, st, func(ctx context.Context, rg Rung) error {
 		c, cancel, err := budget.Attempt(ctx, rg.Op.Name, 0, 0)
@@ -88,8 +94,11 @@ func (sharedDeadline) stage(ctx context.Context, _ *Edge, st Stage) (string, err
 // to write the answer.
 type Admission struct{}
 
+// BudgetAware is true: the budget goes out on the wire.
 func (Admission) BudgetAware() bool { return true }
 
+// request holds back the edge's reserve for the answer and each ladder's
+// need for its last rung, so no rung spends the time a later one needs.
 func (Admission) request(ctx context.Context, e *Edge) context.Context {
 	ctx = budget.WithReserve(ctx, e.Reserve)
 	for _, st := range e.Stages {
@@ -100,6 +109,8 @@ func (Admission) request(ctx context.Context, e *Edge) context.Context {
 	return ctx
 }
 
+// stage runs the stage's ladder: each rung admitted by its Op only when
+// its measured latency fits what is left.
 func (Admission) stage(ctx context.Context, _ *Edge, st Stage) (string, error) {
 	if st.Ladder != nil {
 		name, _, err := st.Ladder.Do(ctx)
@@ -112,10 +123,13 @@ func (Admission) stage(ctx context.Context, _ *Edge, st Stage) (string, error) {
 // all; only the load generator's safety limit ends a hung request.
 type NoTimeout struct{}
 
+// BudgetAware is false: nothing bounds a call.
 func (NoTimeout) BudgetAware() bool { return false }
 
+// request leaves the context as it is.
 func (NoTimeout) request(ctx context.Context, _ *Edge) context.Context { return ctx }
 
+// stage tries each rung for as long as it takes.
 func (NoTimeout) stage(ctx context.Context, _ *Edge, st Stage) (string, error) {
 	return eachRung(ctx, st, func(ctx context.Context, rg Rung) error { return rg.Call(ctx) })
 }

@@ -184,6 +184,9 @@ func (r *Run) Finish() { r.once.Do(r.finishOnce) }
 // dbDrain is how long finish lets statements run on by themselves.
 const dbDrain = 2 * time.Second
 
+// finishOnce lets running statements drain for dbDrain, cancels on the
+// server any still running, waits for the work and the sampler to stop, and
+// closes the connections. It runs once, from Finish.
 func (r *Run) finishOnce() {
 	r.waitIdle(dbDrain)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -289,11 +292,13 @@ type dbTrack struct {
 	answered int
 }
 
+// dbStmt is what the track knows of one statement.
 type dbStmt struct {
 	left     time.Time // when the caller gave up; zero while waiting or after an answer
 	lastSeen time.Time // when the sampler last saw the server executing it
 }
 
+// NewTrack returns an empty track.
 func NewTrack() *dbTrack { return &dbTrack{stmts: map[int64]*dbStmt{}} }
 
 // Start records that statement id was sent.

@@ -75,6 +75,8 @@ func (p *Progress) Step() {
 	}
 }
 
+// drawLocked redraws the progress line (in place on a terminal); p.mu is
+// held.
 func (p *Progress) drawLocked() {
 	p.last = time.Now()
 	line := fmt.Sprintf("demo: %5.1fs  %s  %d/%d", time.Since(p.start).Seconds(), p.what, p.done, p.total)

@@ -101,6 +101,7 @@ func share(r float64) string {
 	return format.Pct(r) + " of requests"
 }
 
+// total adds up the counts of m.
 func total(m map[string]int) int {
 	n := 0
 	for _, v := range m {
@@ -109,6 +110,7 @@ func total(m map[string]int) int {
 	return n
 }
 
+// plural returns word, with an s unless n is one.
 func plural(n int, word string) string {
 	if n == 1 {
 		return word
@@ -116,6 +118,8 @@ func plural(n int, word string) string {
 	return word + "s"
 }
 
+// upperFirst capitalizes the first letter of a pattern's name to start a
+// sentence.
 func upperFirst(s string) string {
 	if s == "" {
 		return s

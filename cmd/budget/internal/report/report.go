@@ -10,12 +10,18 @@ import (
 // Report holds every figure the demo measured. report.json is this value;
 // the table and report.html are rendered from it, so the three always agree.
 type Report struct {
-	Version     int        `json:"version"`
-	GeneratedAt string     `json:"generated_at"`
-	Config      Config     `json:"config"`
-	Notes       []string   `json:"notes"`
-	Scenarios   []Scenario `json:"scenarios"`
-	Overload    *Overload  `json:"overload,omitempty"`
+	// Version is the format of report.json, raised when a field changes
+	// meaning; GeneratedAt is when the run ended (RFC 3339, UTC).
+	Version     int    `json:"version"`
+	GeneratedAt string `json:"generated_at"`
+	// Config is what the run was asked to do; Notes say, in sentences,
+	// what was scaled and how the figures were measured.
+	Config Config   `json:"config"`
+	Notes  []string `json:"notes"`
+	// Scenarios are geo and checkout as they ran, in that order;
+	// Overload is the overload case, nil when it did not run.
+	Scenarios []Scenario `json:"scenarios"`
+	Overload  *Overload  `json:"overload,omitempty"`
 	// Ledgers are spend ledgers of single requests of the admission pattern:
 	// the first one (before the Ops had measurements) and the last one.
 	Ledgers []Ledger `json:"ledgers,omitempty"`
@@ -44,15 +50,20 @@ type Config struct {
 // Scenario is one scenario: its path, what it shows, its
 // dependencies and faults, and what each pattern measured on it.
 type Scenario struct {
+	// Name is the scenario's key (--scenario), Title its path of stages,
+	// Story the question it asks and how each pattern goes about it.
 	Name  string `json:"name"`
 	Title string `json:"title"`
 	Story string `json:"story"`
 	// Narrative says what each pattern did and which did best, in
 	// sentences computed from the figures below (Narrate).
-	Narrative        []string     `json:"narrative"`
-	PerCallTimeoutMs float64      `json:"per_call_timeout_ms"`
-	PerCallRule      string       `json:"per_call_rule"`
-	Dependencies     []Dependency `json:"dependencies"`
+	Narrative []string `json:"narrative"`
+	// PerCallTimeoutMs is the per-call timeouts pattern's timeout of each
+	// hop, and PerCallRule how it derives from the budget.
+	PerCallTimeoutMs float64 `json:"per_call_timeout_ms"`
+	PerCallRule      string  `json:"per_call_rule"`
+	// Dependencies are the scenario's dependencies with their faults.
+	Dependencies []Dependency `json:"dependencies"`
 	// Database says whether the database hop ran in this scenario (and how
 	// to enable it when it did not); empty for a scenario without one.
 	Database string    `json:"database,omitempty"`
@@ -143,10 +154,18 @@ type Pattern struct {
 // scaled by Scale) and what each variant measured while the dependency was
 // slow.
 type Overload struct {
-	Scale             float64 `json:"time_scale"`
-	Workers           int     `json:"workers"`
-	RatePerSecond     float64 `json:"rate_per_s"`
-	SlowShare         float64 `json:"slow_share"`
+	// Scale is the factor applied to the case's full-size times (50 ms →
+	// 5 s); Workers the service's pool; RatePerSecond the fixed arrival
+	// rate; SlowShare the share of requests that call the slow dependency.
+	Scale         float64 `json:"time_scale"`
+	Workers       int     `json:"workers"`
+	RatePerSecond float64 `json:"rate_per_s"`
+	SlowShare     float64 `json:"slow_share"`
+	// DependencyFromMs and DependencyToMs are the slow dependency's latency
+	// before and while it is slow; BudgetMs the user's budget;
+	// UpstreamTimeoutMs the caller's own timeout and PerCallTimeoutMs the
+	// service's, in the variants without a budget; MeasuredForMs how long
+	// the dependency is slow, the time goodput is measured over.
 	DependencyFromMs  float64 `json:"dependency_from_ms"`
 	DependencyToMs    float64 `json:"dependency_to_ms"`
 	BudgetMs          float64 `json:"budget_ms"`
@@ -155,7 +174,8 @@ type Overload struct {
 	MeasuredForMs     float64 `json:"measured_for_ms"`
 	// Goodput is the share of the requests that do not touch the slow
 	// dependency answered within the budget while it was slow.
-	Goodput  Goodput   `json:"goodput"`
+	Goodput Goodput `json:"goodput"`
+	// Variants are what each way of calling the dependency measured.
 	Variants []Variant `json:"variants"`
 }
 
@@ -163,6 +183,8 @@ type Overload struct {
 // is the best of the variants without a budget, so the comparison is with
 // careful code, not only with the bug.
 type Goodput struct {
+	// WithBudgets is the budget variant's goodput, WithoutBudgets the best
+	// of the others', ByVariant every variant's by key.
 	WithBudgets    float64            `json:"with_budgets"`
 	WithoutBudgets float64            `json:"without_budgets"`
 	ByVariant      map[string]float64 `json:"by_variant"`
@@ -173,28 +195,43 @@ type Goodput struct {
 // of the ones that do (worker time held after their user had left, work the
 // dependency did for nobody, calls refused before they started).
 type Variant struct {
-	Name                  string  `json:"name"`
-	Key                   string  `json:"key"`
-	About                 string  `json:"about"`
-	Goodput               float64 `json:"goodput"`
-	SlowAnsweredRatio     float64 `json:"slow_answered_ratio"`
-	OtherP99Ms            float64 `json:"other_p99_ms"`
+	// Name, Key and About name the variant for a table, for report.json
+	// and in a sentence.
+	Name  string `json:"name"`
+	Key   string `json:"key"`
+	About string `json:"about"`
+	// Goodput is the share of the other requests answered within the
+	// budget, and OtherP99Ms their p99; SlowAnsweredRatio the share of the
+	// slow dependency's callers answered within it.
+	Goodput           float64 `json:"goodput"`
+	SlowAnsweredRatio float64 `json:"slow_answered_ratio"`
+	OtherP99Ms        float64 `json:"other_p99_ms"`
+	// WorkerSecondsLate is the worker time held after users had left,
+	// DependencyWastedMs the work the dependency did for nobody, and
+	// RefusedBeforeStarting the calls admission refused before they began.
 	WorkerSecondsLate     float64 `json:"worker_s_after_deadline"`
 	DependencyWastedMs    float64 `json:"dependency_wasted_work_ms"`
 	RefusedBeforeStarting int64   `json:"refused_before_starting"`
-	OtherRequests         int     `json:"other_requests"`
-	SlowRequests          int     `json:"slow_requests"`
+	// OtherRequests and SlowRequests count what was sent of each kind.
+	OtherRequests int `json:"other_requests"`
+	SlowRequests  int `json:"slow_requests"`
 }
 
 // Ledger is one request's spend ledger: its JSON and text as the root
 // package renders them, and its events for the charts and the terminal.
 type Ledger struct {
-	Scenario string          `json:"scenario"`
-	Request  int             `json:"request"`
-	Label    string          `json:"label"`
-	Ledger   json.RawMessage `json:"ledger"`
-	Text     string          `json:"text"`
-	Events   []budget.Event
-	Budget   time.Duration
-	Start    time.Time
+	// Scenario and Request say which request of the admission pattern this
+	// is, and Label why it was picked.
+	Scenario string `json:"scenario"`
+	Request  int    `json:"request"`
+	Label    string `json:"label"`
+	// Ledger is the ledger's JSON, and Text its text, as the root
+	// package renders them.
+	Ledger json.RawMessage `json:"ledger"`
+	Text   string          `json:"text"`
+	// Events, Budget and Start are the ledger's own, for the charts and
+	// the terminal; report.json has them in Ledger already.
+	Events []budget.Event `json:"-"`
+	Budget time.Duration  `json:"-"`
+	Start  time.Time      `json:"-"`
 }

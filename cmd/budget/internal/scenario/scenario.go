@@ -20,9 +20,11 @@ type Scenario struct {
 	PerCallRule string
 }
 
+// Protocol is how the edge calls a dependency.
 type Protocol int
 
 const (
+	// The protocols: HTTP/1.1 through httpbudget, or gRPC through grpcbudget.
 	OverHTTP Protocol = iota
 	OverGRPC
 )
@@ -46,6 +48,8 @@ type depSpec struct {
 	Paths map[string]time.Duration
 }
 
+// StageSpec is one stage of a scenario's path: its name and the rungs that
+// can complete it, tried in order.
 type StageSpec struct {
 	Name  string
 	Rungs []RungSpec
