@@ -19,14 +19,20 @@ import (
 type demoConfig struct {
 	// page is the live /debug/budget page of the run, or nil: the edges'
 	// Ops register with it and their budgets report to it.
-	page        *httpbudget.DebugPage
+	page *httpbudget.DebugPage
+	// Budget is --budget, the time a user waits; requests and
+	// concurrency are --requests and --concurrency, per pattern and
+	// scenario.
 	Budget      time.Duration
 	requests    int
 	concurrency int
-	Faults      map[string]scenario.Fault
-	Scenarios   []string // a subset of scenarioKeys, in that order
-	Out         string
-	overload    overload.Config
+	// Faults is --fault by dependency name.
+	Faults    map[string]scenario.Fault
+	Scenarios []string // a subset of scenarioKeys, in that order
+	// Out is --out, where the reports go; overload is the overload case's
+	// own configuration, which no flag changes.
+	Out      string
+	overload overload.Config
 	// Postgres is the PostgreSQL URL the checkout scenario's payment work
 	// runs against; empty to keep its fake. --postgres sets it; demoMain
 	// falls back to $BUDGET_TEST_POSTGRES when the server answers.

@@ -37,14 +37,18 @@ var ErrDependencyFailed = errors.New("dependency failed")
 //     when it starts, which is what the budget headers make possible (the
 //     same pushdown as statement_timeout).
 type Dependency struct {
+	// Name is the dependency's name in the scenario and the reports.
 	Name    string
 	Proto   scenario.Protocol // how the edge reaches it
 	Base    time.Duration     // typical latency without a fault
 	Cascade bool              // whether the work observes the caller's cancellation
+	// Fault is what --fault injects into it.
 	Fault   scenario.Fault
 	traffic *Traffic // share of the run's requests sent so far, for slowdowns
-	probe   budgettest.Probe
+	// probe measures the work done after the caller had gone.
+	probe budgettest.Probe
 
+	// mu guards engines.
 	mu      sync.Mutex
 	engines map[time.Duration]*budgettest.Dependency // one per typical latency served
 }
@@ -146,6 +150,7 @@ func (d *Dependency) Close() {
 // Traffic tracks how much of a run's traffic has been sent, so a slowdown
 // fault starts at the same request in every pattern.
 type Traffic struct {
+	// Sent counts the requests sent so far, of Total in the run.
 	Sent  atomic.Int64
 	Total int64
 }

@@ -18,6 +18,8 @@ type server interface {
 // HTTPServer serves a handler on 127.0.0.1 and, on close, waits for every
 // handler it started to return.
 type HTTPServer struct {
+	// srv serves on loopback at URL (http://127.0.0.1:port); done closes
+	// when Serve has returned.
 	srv  *http.Server
 	URL  string
 	done chan struct{}

@@ -20,12 +20,17 @@ import (
 // pattern and answers with the rung that answered, or with the stage that
 // failed and why.
 type Edge struct {
+	// Pat is the pattern the edge spends time by; PerCall the fixed
+	// timeout of each hop in the per-call pattern.
 	Pat     Pattern
 	PerCall time.Duration
 	// Reserve is held back to write the answer in the admission pattern.
 	Reserve time.Duration
-	Stages  []Stage
+	// Stages run one after another for each request.
+	Stages []Stage
 
+	// mu guards Ledgers, the spend ledgers kept by request index, and
+	// Refusals.
 	mu       sync.Mutex
 	Ledgers  map[int]*budget.Ledger
 	Refusals map[string]int // stage → attempts refused before they started

@@ -13,6 +13,9 @@ import (
 // the line is rewritten in place; elsewhere (a log, a pipe, CI) a line is
 // written when each part of the run starts, so the output stays readable.
 type Progress struct {
+	// w is where progress goes, stderr in the command; tty says whether
+	// it is a terminal, where the line is redrawn in place; start is when
+	// the run began.
 	w     io.Writer
 	tty   bool
 	start time.Time
@@ -20,6 +23,9 @@ type Progress struct {
 	parts int // parts of the run in all
 	part  int // the current part, from 1
 
+	// mu guards the rest: what part runs and how far it is (done of
+	// total requests), when the line was last drawn (last, to draw at most
+	// a few times a second) and how wide it was (width, to blank it).
 	mu    sync.Mutex
 	what  string
 	done  int

@@ -5,11 +5,14 @@ import "time"
 // Scenario is a request path through the edge: the dependencies it calls and
 // the stages it goes through, in order.
 type Scenario struct {
+	// Key names the scenario in --scenario and report.json; Title is its
+	// path of stages, for a heading.
 	Key   string
 	Title string
 	// Story says, for a reader of the report, what the scenario shows.
 	Story string
-	Deps  []depSpec
+	// Deps are the dependencies the edge calls, each served on loopback.
+	Deps []depSpec
 	// Stages run one after another; a stage with several rungs is a fallback
 	// ladder: the first rung that answers wins.
 	Stages []StageSpec
