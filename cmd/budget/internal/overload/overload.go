@@ -59,6 +59,8 @@ func Default() Config {
 // for the report and the call itself, a strategy value, so the service has no
 // branch per variant.
 type overloadVariant struct {
+	// key names the variant in report.json, Name in a table, about in a
+	// sentence.
 	key, Name, about string
 	// budgetAware variants start the user's budget, send the time left on
 	// every hop, and have the service admit its call through an Op.
@@ -114,12 +116,15 @@ var Variants = []overloadVariant{
 
 // Result is what one variant measured.
 type Result struct {
-	variant     overloadVariant
-	goodput     float64       // other requests answered within the budget while the dependency was slow
-	slowOK      float64       // requests to the slow dependency answered within the budget, same period
-	otherP99    time.Duration // latency of the other requests while the dependency was slow
-	heldLate    time.Duration // worker time held after the user's deadline had passed
-	depWaste    time.Duration // the dependency's work after its caller went away
+	// variant is the variant that ran.
+	variant  overloadVariant
+	goodput  float64       // other requests answered within the budget while the dependency was slow
+	slowOK   float64       // requests to the slow dependency answered within the budget, same period
+	otherP99 time.Duration // latency of the other requests while the dependency was slow
+	heldLate time.Duration // worker time held after the user's deadline had passed
+	depWaste time.Duration // the dependency's work after its caller went away
+	// sentOther and sentSlow count the requests sent of each kind while
+	// the dependency was slow.
 	sentOther   int
 	sentSlow    int
 	refusedSlow int64 // calls to the dependency refused before they started
@@ -128,12 +133,16 @@ type Result struct {
 // overloadService is the 200-worker service. Requests to /other do their
 // own work; every other request calls the slow dependency the variant's way.
 type overloadService struct {
+	// cfg and variant say how the service runs; sem holds its workers (a
+	// request takes one for its whole life); dep calls the dependency.
 	cfg      Config
 	variant  overloadVariant
 	sem      chan struct{}
 	dep      dependency.Hop
 	op       *budget.Op             // the budget variant's admission
 	failsafe failsafe.Executor[any] // the failsafe-go variant's breaker and timeout
+	// heldLate adds up, in nanoseconds, the worker time held after the
+	// user's deadline; refused counts calls admission refused.
 	heldLate atomic.Int64
 	refused  atomic.Int64
 }
@@ -201,12 +210,16 @@ func (s *overloadService) Measure(r *http.Request, acquired time.Time) {
 // overloadSetup is what one variant's run started: the slow dependency, the
 // service, and the client that plays the users.
 type overloadSetup struct {
+	// dep is the dependency that slows, served by depSrv; svc is the
+	// service under test at svcURL, called through client.
 	dep     *dependency.Dependency
 	depSrv  *dependency.DepHTTPServer
 	svc     *overloadService
 	svcURL  string
 	client  *http.Client
 	servers loopback.ServerStack // everything but the dependency's server, in start order
+	// traffic counts the requests sent, of total, so the dependency
+	// slows down at the configured share of the run.
 	traffic *dependency.Traffic
 	total   int
 }
@@ -284,8 +297,9 @@ func (st *overloadSetup) Close() {
 // overloadSample is what the user saw of one request.
 type overloadSample struct {
 	slow, measured bool // called the slow dependency; sent while it was slow
-	latency        time.Duration
-	ok             bool // answered within the budget
+	// latency is the request's time as its user saw it.
+	latency time.Duration
+	ok      bool // answered within the budget
 }
 
 // driveOverload sends the case's traffic at its fixed rate, a share of it

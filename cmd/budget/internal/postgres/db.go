@@ -80,18 +80,23 @@ type execer interface {
 // Run is the database of one pattern's run: the pool the edge's hop uses,
 // the sampler's own connection and what was measured.
 type Run struct {
-	tag     string // unique to the run, in every statement's text
-	detach  bool   // statements run to their end whatever the caller does
-	pool    execer
-	work    sync.WaitGroup // detached statements
+	tag    string // unique to the run, in every statement's text
+	detach bool   // statements run to their end whatever the caller does
+	// pool runs the statements.
+	pool execer
+	work sync.WaitGroup // detached statements
+	// close closes pool.
 	close   func()
 	smu     sync.Mutex // guards sampler, which the sampling goroutine and finish share
 	sampler *pgx.Conn
-	Track   *dbTrack
-	once    sync.Once
-	next    atomic.Int64
-	stop    chan struct{}
-	done    chan struct{}
+	// Track follows every statement from start to end as pg_stat_activity
+	// shows it; once makes Finish run once; next numbers the statements;
+	// stop ends the sampling goroutine, which closes done.
+	Track *dbTrack
+	once  sync.Once
+	next  atomic.Int64
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 // Open connects to url for one run: a pgxbudget pool when budgetAware,
@@ -218,6 +223,8 @@ func (r *Run) waitIdle(d time.Duration) {
 // Hop runs one statement whose server-side work takes as long as the
 // dependency's fault says.
 type Hop struct {
+	// DB runs the statement the fault asks of Dep, the dependency whose
+	// work it stands for.
 	DB  *Run
 	Dep *dependency.Dependency
 }
@@ -286,6 +293,8 @@ func ParseTag(query, tag string) (int64, bool) {
 // and when the server was last seen executing it. It is safe for concurrent
 // use.
 type dbTrack struct {
+	// mu guards stmts, the statements by number, and the counts of those
+	// started and answered.
 	mu       sync.Mutex
 	stmts    map[int64]*dbStmt
 	started  int
@@ -338,6 +347,7 @@ func (t *dbTrack) Seen(ids []int64, at time.Time) {
 
 // Measure is what the database hop measured in one run.
 type Measure struct {
+	// Statements were sent; Answered came back with a result.
 	Statements int
 	Answered   int
 	// AfterLeft holds, for each statement whose caller gave up, how long the
