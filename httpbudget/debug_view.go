@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,7 +19,34 @@ import (
 //go:embed debug.html
 var debugHTML string
 
-var debugTemplate = template.Must(template.New("debug").Parse(debugHTML))
+var debugTemplate = template.Must(template.New("debug").Funcs(template.FuncMap{"dur": debugDuration}).Parse(debugHTML))
+
+// debugDuration writes a duration with its unit and three significant
+// figures, so a short one keeps its value instead of rounding to 0.00 ms:
+// 4.20 µs, 0.35 ms is 350 µs, 12.5 ms, 1.20 s.
+func debugDuration(d time.Duration) string {
+	a := d.Abs()
+	var v float64
+	var unit string
+	switch {
+	case a < time.Microsecond:
+		return strconv.FormatInt(int64(d), 10) + " ns"
+	case a < time.Millisecond:
+		v, unit = float64(d)/1e3, " µs"
+	case a < time.Second:
+		v, unit = float64(d)/1e6, " ms"
+	default:
+		v, unit = float64(d)/1e9, " s"
+	}
+	prec := 2
+	switch {
+	case math.Abs(v) >= 100:
+		prec = 0
+	case math.Abs(v) >= 10:
+		prec = 1
+	}
+	return strconv.FormatFloat(v, 'f', prec, 64) + unit
+}
 
 // suggestedRule is the rule the page states for the suggested timeout.
 const suggestedRule = "suggested timeout = 3 × measured p99 (3 × Prior while too few samples)"
@@ -34,18 +62,36 @@ type debugView struct {
 	Recent           []recentView `json:"recent"`
 }
 
+// opView is one op's row. The *MS figures are the JSON twin's, in
+// milliseconds to the nanosecond; the page writes the durations beside them
+// with their own unit (debugDuration), so that no figure rounds to zero.
 type opView struct {
-	Name        string  `json:"name"`
-	Samples     int     `json:"samples"`
-	Censored    int     `json:"censored"`
-	MinSamples  int     `json:"min_samples"`
-	P50MS       float64 `json:"p50_ms"`
-	P99MS       float64 `json:"p99_ms"`
-	P99Known    bool    `json:"p99_known"`
-	SuggestedMS float64 `json:"suggested_timeout_ms"`
-	NeedsMS     float64 `json:"needs_ms"`
-	State       string  `json:"state"`
-	Refusals    int     `json:"refusals"`
+	Name string `json:"name"`
+	// Samples is the count of the distribution the page shows, and
+	// DecisionSamples the count the admission decision went by: the same
+	// once measurements decide, 0 while the prior decides (Prior).
+	Samples         int     `json:"samples"`
+	DecisionSamples int     `json:"decision_samples"`
+	Prior           bool    `json:"prior_decides"`
+	Censored        int     `json:"censored"`
+	MinSamples      int     `json:"min_samples"`
+	P50MS           float64 `json:"p50_ms"`
+	P99MS           float64 `json:"p99_ms"`
+	// P99Known is false when the p99 lies beyond what the samples show (too
+	// many were cut off): P99MS is then a lower bound, and so is the
+	// suggested timeout (SuggestedLowerBound).
+	P99Known            bool    `json:"p99_known"`
+	SuggestedMS         float64 `json:"suggested_timeout_ms"`
+	SuggestedLowerBound bool    `json:"suggested_timeout_lower_bound"`
+	// NeedsMS is the least time the op admits an attempt with; NeedsKnown
+	// is false when the op refuses for another reason than time (it is
+	// stalled or throttled), so no time would do.
+	NeedsMS    float64 `json:"needs_ms"`
+	NeedsKnown bool    `json:"needs_known"`
+	State      string  `json:"state"`
+	Refusals   int     `json:"refusals"`
+
+	P50, P99, Suggested, Needs time.Duration `json:"-"`
 }
 
 type reasonRow struct {
@@ -74,9 +120,12 @@ type eventView struct {
 	Left        float64 `json:"-"` // bar start, percent of the scale
 	Width       float64 `json:"-"` // bar width, percent of the scale
 	Bad         bool    `json:"-"` // refused or expired
+
+	Offset, Duration, Remaining time.Duration `json:"-"` // written with their unit
 }
 
-func msOf(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
+// msOf converts d to milliseconds for the JSON twin, to the nanosecond.
+func msOf(d time.Duration) float64 { return float64(d) / 1e6 }
 
 // ServeHTTP serves the page as HTML, or as JSON for ?format=json or an
 // Accept header preferring application/json. Only GET and HEAD are allowed.
@@ -191,12 +240,28 @@ func opViewOf(op *budget.Op, st *opStats, now time.Time, rep time.Duration, minu
 		minSamples = 5
 	}
 	v := opView{Name: op.Name, Samples: dist.Count(), Censored: dist.Censored(), MinSamples: minSamples,
-		P50MS: msOf(dist.Median()), SuggestedMS: msOf(op.SuggestedTimeout())}
-	p99, known := dist.Quantile(0.99)
-	v.P99MS, v.P99Known = msOf(p99), known
-	low := op.AdmitAt(now, op.MinUseful+time.Microsecond)
-	v.NeedsMS = msOf(max(low.Needed, op.MinUseful))
+		P50: dist.Median(), Suggested: op.SuggestedTimeout()}
+	v.P99, v.P99Known = dist.Quantile(0.99)
 	adm := op.AdmitAt(now, rep)
+	v.Prior = !adm.Measured
+	if adm.Measured {
+		v.DecisionSamples = v.Samples
+	}
+	// A p99 the samples cannot see is a lower bound, and so is 3 × it; the
+	// prior's suggestion is not measured at all, and stays as it is.
+	v.SuggestedLowerBound = adm.Measured && !v.P99Known
+	// What the op needs is asked with a budget it cannot refuse for lack of
+	// time, unless the estimate says it needs more: the decision's Needed
+	// when it refused with the representative budget, or the least it
+	// admits otherwise. Zero Needed on a refusal means time was not why.
+	v.Needs = adm.Needed
+	if adm.Admit || v.Needs == 0 {
+		low := op.AdmitAt(now, op.MinUseful+time.Nanosecond)
+		v.Needs = max(v.Needs, low.Needed)
+	}
+	v.NeedsKnown = adm.Admit || v.Needs > 0
+	v.Needs = max(v.Needs, op.MinUseful)
+	v.P50MS, v.P99MS, v.SuggestedMS, v.NeedsMS = msOf(v.P50), msOf(v.P99), msOf(v.Suggested), msOf(v.Needs)
 	switch {
 	case !adm.Measured && dist.Count() < minSamples:
 		v.State = "learning"
@@ -268,6 +333,7 @@ func recentViewOf(e recentEntry, scrub func(string) string) recentView {
 	for _, ev := range events {
 		row := eventView{Kind: ev.Kind.String(), Stage: scrub(ev.Stage), OffsetMS: msOf(ev.Offset),
 			DurationMS: msOf(ev.Duration), RemainingMS: msOf(ev.Remaining),
+			Offset: ev.Offset, Duration: ev.Duration, Remaining: ev.Remaining,
 			Bad: ev.Kind == budget.EventRefuse || ev.Outcome == budget.OutcomeExpired}
 		if ev.Outcome != budget.OutcomeNone {
 			row.Outcome = ev.Outcome.String()

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestUsage(t *testing.T) {
@@ -43,15 +42,6 @@ func TestUsage(t *testing.T) {
 				t.Errorf("stdout should be empty, got:\n%s", stdout.String())
 			}
 		})
-	}
-}
-
-func TestDemoHelpExplainsEveryFlag(t *testing.T) {
-	t.Parallel()
-	for _, flag := range []string{"--budget", "--requests", "--concurrency", "--fault", "--scenario", "--out"} {
-		if !strings.Contains(demoUsage, flag+" ") {
-			t.Errorf("demo usage does not explain %s", flag)
-		}
 	}
 }
 
@@ -95,54 +85,6 @@ func TestBadFlagValues(t *testing.T) {
 	}
 }
 
-func TestParseFaults(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		in   string
-		want string // formatFaults of the result
-	}{
-		{"", "none"},
-		{"none", "none"},
-		{"geometry=hang", "geometry=hang"},
-		{"payment=slowdown:1s,geometry=hang", "geometry=hang,payment=slowdown:1s"},
-		{"pricing=slow:250ms", "pricing=slow:250ms"},
-		{"inventory=fail", "inventory=fail"},
-		{"payment=slowdown:2s@0.25", "payment=slowdown:2s@0.25"},
-		{"resolve=none", "none"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			t.Parallel()
-			got, err := parseFaults(tt.in)
-			if err != nil {
-				t.Fatalf("parseFaults(%q): %v", tt.in, err)
-			}
-			if s := formatFaults(got); s != tt.want {
-				t.Errorf("parseFaults(%q) = %s, want %s", tt.in, s, tt.want)
-			}
-		})
-	}
-	for _, bad := range []string{"geometry=hang,geometry=fail", "=hang", "geometry=hang:1s", "geometry=slow:-1s", "geometry=slow:2m"} {
-		if _, err := parseFaults(bad); err == nil {
-			t.Errorf("parseFaults(%q) succeeded, want an error", bad)
-		}
-	}
-}
-
-func TestDefaults(t *testing.T) {
-	t.Parallel()
-	cfg, err := parseDemoFlags(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.budget != 300*time.Millisecond || cfg.out != "out" || len(cfg.scenarios) != 3 {
-		t.Errorf("defaults: budget %s, out %q, scenarios %v", cfg.budget, cfg.out, cfg.scenarios)
-	}
-	if f := formatFaults(cfg.faults); f != defaultFault {
-		t.Errorf("default faults %s, want %s", f, defaultFault)
-	}
-}
-
 // TestRunWritesReports runs the command end to end at the smallest scale and
 // checks that it prints the table and writes both reports where --out says.
 func TestRunWritesReports(t *testing.T) {
@@ -165,23 +107,5 @@ func TestRunWritesReports(t *testing.T) {
 		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
-	}
-}
-
-// TestHelpSaysTheOverloadCaseAsItRuns checks that --help describes the
-// overload case with the times the run uses and prints.
-func TestHelpSaysTheOverloadCaseAsItRuns(t *testing.T) {
-	t.Parallel()
-	o := defaultOverload()
-	help := strings.Join(strings.Fields(demoUsage), " ")
-	for _, want := range []string{
-		"half its full-size times", o.fast.String() + " to " + o.slow.String(), "waits " + o.budget.String(),
-	} {
-		if !strings.Contains(help, want) {
-			t.Errorf("--help does not say %q", want)
-		}
-	}
-	if o.scale != 0.5 {
-		t.Errorf("the overload case runs at %v× but --help says half", o.scale)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log"
 	"os"
 	"os/signal"
 	"syscall"
@@ -82,7 +81,3 @@ Commands:
 
 Run 'budget demo --help' for the demo's flags; audit, sim and vet take --help too.
 `
-
-// quietLog discards the HTTP servers' own error log: the demo cancels
-// requests on purpose, and the servers would log each one.
-var quietLog = log.New(io.Discard, "", 0)

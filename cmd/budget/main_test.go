@@ -15,11 +15,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(roleEnv) != "" {
 		actAs(os.Getenv(roleEnv))
 	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
-		if sharedDir != "" {
-			_ = os.RemoveAll(sharedDir)
-		}
-	}))
+	goleak.VerifyTestMain(m)
 }
 
 // roleEnv makes the test binary play a process of a signal test: "main" is

@@ -13,18 +13,27 @@ import (
 
 // auditTime parses and audits data, and returns the report and the fastest
 // of runs runs.
+//
+// The time is the process's CPU time where the platform reports it, and
+// the wall time elsewhere: on a machine shared with other tests the wall
+// time of a run measures its neighbours as much as the audit (a run once
+// took 104 s of wall time for 6 s of CPU time).
 func auditTime(t *testing.T, data []byte, runs int) (*audit.Report, time.Duration) {
 	t.Helper()
 	var rep *audit.Report
 	best := time.Duration(1<<63 - 1)
 	for range runs {
-		start := time.Now()
+		start, cpu := time.Now(), cpuTime()
 		top, err := topology.Parse("x.yaml", data)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rep = audit.Check(top)
-		best = min(best, time.Since(start))
+		took := time.Since(start)
+		if cpu > 0 {
+			took = time.Duration(cpuTime() - cpu)
+		}
+		best = min(best, took)
 	}
 	return rep, best
 }
@@ -37,7 +46,7 @@ func auditTime(t *testing.T, data []byte, runs int) (*audit.Report, time.Duratio
 func TestReversedChain(t *testing.T) {
 	small, tSmall := auditTime(t, topologytest.ReversedChain(topology.MaxServices/10), 3)
 	big, tBig := auditTime(t, topologytest.ReversedChain(topology.MaxServices), 1)
-	t.Logf("%d services: %v; %d services: %v", topology.MaxServices/10, tSmall, topology.MaxServices, tBig)
+	t.Logf("%d services: %v; %d services: %v (CPU time where measured)", topology.MaxServices/10, tSmall, topology.MaxServices, tBig)
 	for _, rep := range []*audit.Report{small, big} {
 		if len(rep.Findings) != 0 || len(rep.Unreachable) != 0 {
 			t.Fatalf("findings %v, unreachable %v", rep.Findings[:min(3, len(rep.Findings))], rep.Unreachable)

@@ -2,51 +2,51 @@ package sim
 
 import (
 	"bytes"
+	_ "embed"
 	"fmt"
 	"html/template"
 	"image/color"
 	"strings"
 
+	"github.com/timebudget/budget/cmd/budget/internal/chart"
+	"github.com/timebudget/budget/cmd/budget/internal/format"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 )
 
-// chart is a rendered SVG with the text around it.
-type chart struct {
+// drawn is a rendered chart, inline SVG, with the text around it.
+type drawn struct {
 	Title string
 	Alt   string
 	SVG   template.HTML
 }
 
-// The charts have the size and palette of budget demo's report.
+// Charts span the page's column; they are drawn in package chart's style,
+// as budget demo's are.
 const (
 	chartW = 9 * vg.Inch
 	chartH = 3.6 * vg.Inch
 )
 
-func renderSVG(p *plot.Plot, title, alt string) (chart, error) {
-	// The page's heading names the chart; a second title inside it would
-	// only repeat it.
+// inline renders p for the page: the SVG without its XML prolog, so it can
+// sit inline, labelled for screen readers with alt. The page's heading names
+// the chart, so a second title inside it would only repeat it.
+func inline(p *plot.Plot, title, alt string) (drawn, error) {
 	p.Title.Text = ""
-	wt, err := p.WriterTo(chartW, chartH, "svg")
+	b, err := chart.SVG(p, chartW, chartH)
 	if err != nil {
-		return chart{}, err
+		return drawn{}, err
 	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return chart{}, err
-	}
-	svg := buf.String()
-	// Drop the XML prolog so the SVG can sit inline in the page.
+	svg := string(b)
 	if i := strings.Index(svg, "<svg"); i > 0 {
 		svg = svg[i:]
 	}
 	svg = strings.Replace(svg, "<svg", fmt.Sprintf(`<svg role="img" aria-label="%s"`, template.HTMLEscapeString(alt)), 1)
-	return chart{Title: title, Alt: alt, SVG: template.HTML(svg)}, nil
+	return drawn{Title: title, Alt: alt, SVG: template.HTML(svg)}, nil
 }
 
+// names lists the patterns' names, in report order.
 func names(r *Report) []string {
 	out := make([]string, len(r.Results))
 	for i, res := range r.Results {
@@ -55,49 +55,63 @@ func names(r *Report) []string {
 	return out
 }
 
-// outcomeChart stacks the shares answered in budget, late and failed.
-func outcomeChart(r *Report) (chart, error) {
-	p := plot.New()
-	p.Y.Label.Text = "share of requests (%)"
-	p.Y.Min, p.Y.Max = 0, 130
+// outcomeChart stacks the shares answered in budget, late and failed, on an
+// axis that stops at 100 %; the page's key names the colours.
+func outcomeChart(r *Report) (drawn, error) {
+	p := chart.NewBarPlot("", "share of requests (%)", names(r))
+	chart.ShareAxis(p)
 	w := vg.Points(60)
 	var below *plotter.BarChart
-	for i, s := range []struct {
-		label string
-		get   func(Result) float64
-		c     color.Color
+	var xys plotter.XYs
+	var texts []string
+	for _, s := range []struct {
+		get func(Result) float64
+		c   color.Color
 	}{
-		{"in budget", func(x Result) float64 { return x.InBudget }, plotutil.Color(2)},
-		{"late", func(x Result) float64 { return x.Late }, plotutil.Color(4)},
-		{"failed", func(x Result) float64 { return x.Failed }, plotutil.Color(0)},
+		{func(x Result) float64 { return x.InBudget }, chart.InBudget},
+		{func(x Result) float64 { return x.Late }, chart.Late},
+		{func(x Result) float64 { return x.Failed }, chart.Failed},
 	} {
 		vals := make(plotter.Values, len(r.Results))
 		for j, res := range r.Results {
 			vals[j] = 100 * s.get(res)
 		}
-		bars, err := plotter.NewBarChart(vals, w)
+		bars, err := chart.Bars(vals, w, s.c)
 		if err != nil {
-			return chart{}, err
+			return drawn{}, err
 		}
-		bars.Color = s.c
-		bars.LineStyle.Width = 0
-		if i > 0 {
+		for j, v := range vals {
+			if v >= 7 { // a label fits inside the segment
+				base := 0.0
+				if below != nil {
+					base = below.BarHeight(j)
+				}
+				xys = append(xys, plotter.XY{X: float64(j), Y: base + v/2 - 3})
+				texts = append(texts, format.Pct(v/100))
+			}
+		}
+		if below != nil {
 			bars.StackOn(below)
 		}
 		below = bars
 		p.Add(bars)
-		p.Legend.Add(s.label, bars)
 	}
-	p.Legend.Top = true
-	p.NominalX(names(r)...)
-	return renderSVG(p, "what the user got, by pattern", "stacked bars of the share of requests answered in budget, late and failed for each pattern")
+	labels, err := chart.ValueLabels(xys, texts, 0)
+	if err != nil {
+		return drawn{}, err
+	}
+	for i := range labels.TextStyle {
+		labels.TextStyle[i].Color = color.White
+	}
+	p.Add(labels)
+	chart.FitX(p, len(r.Results))
+	return inline(p, "what the user got, by pattern", "stacked bars of the share of requests answered in budget, late and failed for each pattern")
 }
 
-// latencyChart shows p50 and p99 of all requests and of failures, with the
-// budget as a dashed line.
-func latencyChart(r *Report) (chart, error) {
-	p := plot.New()
-	p.Y.Label.Text = "milliseconds"
+// latencyChart shows p50 and p99 of all requests and of failures, each
+// series in its own colour, with the budget as a dashed line.
+func latencyChart(r *Report) (drawn, error) {
+	p := chart.NewBarPlot("", "milliseconds", names(r))
 	p.Y.Min = 0
 	top := r.BudgetMs
 	w := vg.Points(22)
@@ -116,56 +130,47 @@ func latencyChart(r *Report) (chart, error) {
 			vals[j] = s.get(res)
 			top = max(top, vals[j])
 		}
-		bars, err := plotter.NewBarChart(vals, w)
+		bars, err := chart.Bars(vals, w, chart.Series(i))
 		if err != nil {
-			return chart{}, err
+			return drawn{}, err
 		}
-		bars.Color = plotutil.Color(i)
-		bars.LineStyle.Width = 0
 		bars.Offset = vg.Length(2*i-3) * w / 2
 		p.Add(bars)
 		p.Legend.Add(s.label, bars)
 	}
-	line, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: r.BudgetMs}, {X: float64(len(r.Results)) - 0.5, Y: r.BudgetMs}})
+	line, err := chart.BudgetLine(r.BudgetMs, len(r.Results))
 	if err != nil {
-		return chart{}, err
+		return drawn{}, err
 	}
-	line.Color = color.RGBA{R: 200, A: 255}
-	line.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
-	line.Width = vg.Points(1.5)
 	p.Add(line)
-	p.Legend.Add("budget "+fmtMs(r.BudgetMs), line)
+	p.Legend.Add("budget "+format.Ms(r.BudgetMs), line)
 	p.Legend.Top = true
 	p.Y.Max = top * 1.7 // room for the five-line legend above the bars
-	p.NominalX(names(r)...)
-	return renderSVG(p, "time to answer or fail, by pattern", fmt.Sprintf("bar chart of p50 and p99 latency, of all requests and of failures, for each pattern, with the %s budget as a dashed line", fmtMs(r.BudgetMs)))
+	chart.FitX(p, len(r.Results))
+	return inline(p, "time to answer or fail, by pattern", fmt.Sprintf("bar chart of p50 and p99 latency, of all requests and of failures, for each pattern, with the %s budget as a dashed line", format.Ms(r.BudgetMs)))
 }
 
-// wasteChart shows the worker time held after requests were given up.
-func wasteChart(r *Report) (chart, error) {
-	p := plot.New()
-	p.Y.Label.Text = "worker-seconds"
-	p.Y.Min = 0
-	vals := make(plotter.Values, len(r.Results))
+// wasteChart shows the worker time held after requests were given up, on a
+// log scale: the patterns differ by orders of magnitude (1,327 s beside
+// 44,415 s), which a linear axis would flatten to one visible bar.
+func wasteChart(r *Report) (drawn, error) {
+	vals := make([]float64, len(r.Results))
 	for i, res := range r.Results {
-		vals[i] = res.WastedWorkSeconds
+		vals[i] = 1000 * res.WastedWorkSeconds
 	}
-	bars, err := plotter.NewBarChart(vals, vg.Points(60))
+	p, err := chart.LogBars("", "worker time (log scale)", names(r), vals, chart.Purple,
+		func(ms float64) string { return format.Seconds(ms / 1000) })
 	if err != nil {
-		return chart{}, err
+		return drawn{}, err
 	}
-	bars.Color = plotutil.Color(1)
-	bars.LineStyle.Width = 0
-	p.Add(bars)
-	p.NominalX(names(r)...)
-	return renderSVG(p, "wasted work: worker time after the request was given up", "bar chart of wasted worker-seconds for each pattern")
+	return inline(p, "wasted work: worker time after the request was given up (log scale)", "bar chart on a log scale of wasted worker time for each pattern")
 }
 
 // RenderHTML renders report.html: one self-contained page with inline CSS
 // and the charts as inline SVG.
 func (r *Report) RenderHTML() ([]byte, error) {
-	var charts []chart
-	for _, f := range []func(*Report) (chart, error){outcomeChart, latencyChart, wasteChart} {
+	var charts []drawn
+	for _, f := range []func(*Report) (drawn, error){outcomeChart, latencyChart, wasteChart} {
 		c, err := f(r)
 		if err != nil {
 			return nil, err
@@ -175,52 +180,19 @@ func (r *Report) RenderHTML() ([]byte, error) {
 	var buf bytes.Buffer
 	err := pageTemplate.Execute(&buf, struct {
 		*Report
-		Charts []chart
-	}{r, charts})
+		Charts  []drawn
+		Colours map[string]string
+	}{r, charts, map[string]string{"in": chart.Hex(chart.InBudget), "late": chart.Hex(chart.Late), "failed": chart.Hex(chart.Failed)}})
 	return buf.Bytes(), err
 }
 
+// pageHTML is report.html's template.
+//
+//go:embed report.html.tmpl
+var pageHTML string
+
 var pageTemplate = template.Must(template.New("sim").Funcs(template.FuncMap{
-	"ms": fmtMs, "pct": pct, "secs": fmtSeconds, "counts": counts, "dash": orDash,
+	"ms": format.Ms, "pct": format.Pct, "secs": format.Seconds, "counts": format.Counts[int64], "dash": format.OrDash,
 	"gt0":   func(x float64) bool { return x > 0 },
 	"float": func(n int) float64 { return float64(n) },
-}).Parse(`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>budget sim report: {{.File}}</title>
-<style>
-body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d2733; margin: 2rem auto; max-width: 1100px; padding: 0 1rem; }
-h1 { font-size: 1.6rem; margin-bottom: .2rem; }
-h2 { font-size: 1.25rem; margin-top: 2.2rem; border-bottom: 1px solid #d5dde6; padding-bottom: .2rem; }
-.sub { color: #556; margin-top: 0; }
-table { border-collapse: collapse; margin: .8rem 0 1.2rem; font-size: 13.5px; width: 100%; }
-th, td { border-bottom: 1px solid #e3e8ee; padding: .3rem .5rem; text-align: right; vertical-align: top; }
-th { background: #f3f6f9; font-weight: 600; }
-td.l, th.l { text-align: left; }
-figure.chart { margin: .6rem 0; border: 1px solid #e3e8ee; }
-figure.chart svg { display: block; max-width: 100%; height: auto; }
-ul.notes li { margin: .3rem 0; }
-</style>
-</head>
-<body>
-<h1>budget sim: {{.File}}</h1>
-<p class="sub">{{.Services}} services, entry {{.Entry}} · {{.Traffic}} · simulated in {{printf "%.1f" .WallSeconds}} s</p>
-<p>The same traffic and faults under four patterns: per-call timeouts, one shared deadline, a shared deadline with admission, and no timeout at all.</p>
-<table class="patterns">
-<thead><tr><th class="l">pattern</th><th>p50</th><th>p99</th><th>in budget</th><th>late</th><th>failed</th><th>failure p50</th><th>failure p99</th><th>wasted work</th><th>goodput</th>{{if .Faults}}<th>others in budget</th>{{end}}<th class="l">refused before starting</th></tr></thead>
-<tbody>
-{{range .Results}}<tr data-pattern="{{.Pattern}}"><td class="l">{{.Name}}</td><td>{{ms .LatencyMs.P50}}</td><td>{{ms .LatencyMs.P99}}</td><td>{{pct .InBudget}}</td><td>{{pct .Late}}</td><td>{{pct .Failed}}</td><td>{{dash (gt0 .Failed) (ms .FailureLatencyMs.P50)}}</td><td>{{dash (gt0 .Failed) (ms .FailureLatencyMs.P99)}}</td><td>{{secs .WastedWorkSeconds}}</td><td>{{printf "%.0f" .GoodputPerSecond}}/s</td>{{if $.Faults}}<td>{{dash (gt0 (float .Others)) (pct .OthersInBudget)}}</td>{{end}}<td class="l">{{counts .RefusedBeforeStarting}}</td></tr>
-{{end}}</tbody>
-</table>
-{{range .Charts}}<h2>{{.Title}}</h2>
-<figure class="chart">{{.SVG}}</figure>
-{{end}}
-<h2>how to read this</h2>
-<ul class="notes">
-{{range .Notes}}<li>{{.}}</li>
-{{end}}</ul>
-</body>
-</html>
-`))
+}).Parse(pageHTML))

@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/timebudget/budget/cmd/budget/internal/format"
 )
 
 // Report is everything report.json holds. Field names are stable.
@@ -67,7 +68,7 @@ func (r *Report) Traffic() string {
 	if len(r.Faults) > 0 {
 		faults = strings.Join(r.Faults, ", ")
 	}
-	return fmt.Sprintf("budget %s · %d requests per pattern, %s · faults: %s · seed %d", fmtMs(r.BudgetMs), r.Requests, load, faults, r.Seed)
+	return fmt.Sprintf("budget %s · %d requests per pattern, %s · faults: %s · seed %d", format.Ms(r.BudgetMs), r.Requests, load, faults, r.Seed)
 }
 
 // WriteTable writes the results as a table, one row per pattern.
@@ -82,13 +83,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintln(tw, head+"refused before starting\t")
 	for _, res := range r.Results {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", fmt.Sprintf("%-20s", res.Name),
-			fmtMs(res.LatencyMs.P50), fmtMs(res.LatencyMs.P99), pct(res.InBudget), pct(res.Late), pct(res.Failed),
-			orDash(res.Failed > 0, fmtMs(res.FailureLatencyMs.P50)), orDash(res.Failed > 0, fmtMs(res.FailureLatencyMs.P99)),
-			fmtSeconds(res.WastedWorkSeconds), fmt.Sprintf("%.0f/s", res.GoodputPerSecond))
+			format.Ms(res.LatencyMs.P50), format.Ms(res.LatencyMs.P99), format.Pct(res.InBudget), format.Pct(res.Late), format.Pct(res.Failed),
+			format.OrDash(res.Failed > 0, format.Ms(res.FailureLatencyMs.P50)), format.OrDash(res.Failed > 0, format.Ms(res.FailureLatencyMs.P99)),
+			format.Seconds(res.WastedWorkSeconds), fmt.Sprintf("%.0f/s", res.GoodputPerSecond))
 		if faults {
-			fmt.Fprintf(tw, "%s\t", orDash(res.Others > 0, pct(res.OthersInBudget)))
+			fmt.Fprintf(tw, "%s\t", format.OrDash(res.Others > 0, format.Pct(res.OthersInBudget)))
 		}
-		fmt.Fprintf(tw, "%s\t\n", counts(res.RefusedBeforeStarting))
+		fmt.Fprintf(tw, "%s\t\n", format.Counts(res.RefusedBeforeStarting))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -104,63 +105,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 func (r *Report) Notes() []string {
 	return []string{
 		"Virtual time: a discrete-event simulation, not a measurement; latencies are drawn from log-normal distributions fitted to each service's p50 and p99.",
-		fmt.Sprintf("In budget: answered within %s. Late: answered after it. Failed: an error, a refusal, or no answer by %s, when the user gives up.", fmtMs(r.BudgetMs), fmtMs(r.GiveUpMs)),
+		fmt.Sprintf("In budget: answered within %s. Late: answered after it. Failed: an error, a refusal, or no answer by %s, when the user gives up.", format.Ms(r.BudgetMs), format.Ms(r.GiveUpMs)),
 		"Wasted work: worker time services held after the request they served was given up; work still running when the last request ended counts up to that moment.",
 		"Goodput: requests answered within the budget per simulated second. Others in budget: the share answered within the budget of the requests that never reached a faulty service (not needing it, or queued behind workers parked on it), which a fault should not touch.",
 		"Admission is budget.Op's own, run on virtual time: each service holds one Op per dependency, with the callee's declared p99 (plus its callees') as prior; it admits on its estimate of the callee's latency (timed-out attempts as cut-offs), refuses a stalled callee, probes one it refuses, and throttles one that fails.",
 	}
-}
-
-func fmtMs(ms float64) string {
-	switch {
-	case ms >= 10_000:
-		return fmt.Sprintf("%.0fs", ms/1000)
-	case ms >= 1000:
-		return fmt.Sprintf("%.2fs", ms/1000)
-	case ms >= 10:
-		return fmt.Sprintf("%.0fms", ms)
-	}
-	return fmt.Sprintf("%.1fms", ms)
-}
-
-func fmtSeconds(s float64) string {
-	switch {
-	case s == 0:
-		return "0s"
-	case s < 1:
-		return fmtMs(s * 1000)
-	case s < 100:
-		return fmt.Sprintf("%.1fs", s)
-	}
-	return fmt.Sprintf("%.0fs", s)
-}
-
-func pct(x float64) string {
-	if x > 0 && x < 0.01 {
-		return "<1%"
-	}
-	return fmt.Sprintf("%.0f%%", 100*x)
-}
-
-func orDash(ok bool, s string) string {
-	if !ok {
-		return "—"
-	}
-	return s
-}
-
-func counts(m map[string]int64) string {
-	if len(m) == 0 {
-		return "—"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
 }

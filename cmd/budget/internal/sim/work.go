@@ -7,16 +7,6 @@ import (
 	"github.com/timebudget/budget/cmd/budget/internal/topology"
 )
 
-// DefaultMaxCalls is the most calls a run may make when Config.MaxCalls is
-// zero, as estimated by patterns × requests × CallsPerRequest. The
-// estimate is a worst case, every attempt failing after all its work, which
-// a run seldom comes near: a million requests through testdata/tree200.yaml
-// (1,235 calls per request at most, about 200 made) are estimated at 4.9
-// billion calls and take about 38 s of CPU. The default 100,000 requests
-// fit with up to 12,500 calls per request; two levels of 1,000 calls
-// (1,001,001 per request), which would take about 20 hours, do not.
-const DefaultMaxCalls = 5_000_000_000
-
 // CallsPerRequest returns the most calls one request can make in t: the
 // entry's, and for every call a service makes, each attempt (the call and
 // its retries) with the calls its callee makes, then each fallback's (one

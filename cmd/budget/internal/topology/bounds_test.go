@@ -31,6 +31,10 @@ var hostile = []struct {
 		return []byte("entry: edge\nbudget: 1h\nservices:\n  db: {}\n  edge: {calls: [&k {to: db, retries: 100}" + strings.Repeat(", *k", 9_999) + "]}\n")
 	}, "x.yaml:5:18: service edge: its calls one after another can take more than 50 years in the worst case"},
 	{"deep-tail", func() []byte { return topologytest.DeepTail(40) }, "x.yaml:26:70: service l22: its p99 with its callees' adds up to more than 50 years"},
+	// 1.6 GB in the decoder before the raw count: 16 MiB of tiny nodes.
+	{"tiny-block-nodes", func() []byte { return []byte("a:\n" + strings.Repeat("- a\n", (topology.MaxFileSize-3)/4)) }, "x.yaml:500000:3: the file spells out more than 1000000 YAML nodes"},
+	{"tiny-flow-nodes", func() []byte { return []byte("a: [" + strings.Repeat("a,", (topology.MaxFileSize-7)/2) + "a]\n") }, "the file spells out more than 1000000 YAML nodes"},
+	{"tiny-null-nodes", func() []byte { return []byte("{" + strings.Repeat("a,", (topology.MaxFileSize-3)/2) + "a}\n") }, "the file spells out more than 1000000 YAML nodes"},
 	{"second-document", func() []byte { return []byte("entry: a\nbudget: 1s\nservices: {a: {}}\n---\nentry: b\n") }, "x.yaml:4:1: a second YAML document; a topology file holds one"},
 	{"second-empty-document", func() []byte { return []byte("entry: a\nbudget: 1s\nservices: {a: {}}\n---\n") }, "x.yaml:4:1: a second YAML document"},
 	{"second-document-syntax", func() []byte { return []byte("entry: a\nbudget: 1s\nservices: {a: {}}\n---\n[\n") }, "bad YAML"},
