@@ -281,7 +281,7 @@ func TestTransportStopsLingeringForAHangingServer(t *testing.T) {
 		close(ended)
 	}))
 	c := s.client(t, httpbudget.WithLinger(50*time.Millisecond))
-	ctx, cancel := budget.Start(context.Background(), 20*time.Millisecond)
+	ctx, cancel := budget.Start(context.Background(), 200*time.Millisecond) // time to reach the server on a busy machine
 	defer cancel()
 	getFails(t, c, ctx, s.URL, context.DeadlineExceeded)
 	wait(t, ended, "end of the server handler's context after the linger")
