@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -121,8 +120,8 @@ func (c *client) WrapStreamingClient(next connect.StreamingClientFunc) connect.S
 		if err != nil {
 			return &errConn{spec: spec, err: c.result(ctx, err)}
 		}
-		if c.cfg.message > 0 {
-			header.Set(HeaderMessageTimeout, strconv.FormatInt(c.cfg.message.Milliseconds(), 10))
+		if v, ok := wire.FormatRequestMessageTimeout(c.cfg.message); ok {
+			header.Set(HeaderMessageTimeout, v)
 		}
 		sc := &clientConn{ctx: ctx, c: c, cancel: cancel, stage: procedure}
 		if c.cfg.message > 0 || c.cfg.idle > 0 {
