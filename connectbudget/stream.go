@@ -195,7 +195,7 @@ func (hc *handlerConn) startMessage(now time.Time) {
 		if bounded {
 			available = deadline.Sub(now)
 		}
-		adm := hc.op.BeginAt(now, available)
+		adm := hc.op.BeginClassAt(now, available, budget.CriticalityFrom(hc.ctx))
 		if !adm.Admit {
 			// Refused: the message's context is over before it starts, and
 			// says why; the handler skips the message.
