@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -121,8 +120,8 @@ func (c *client) WrapStreamingClient(next connect.StreamingClientFunc) connect.S
 		if err != nil {
 			return &errConn{spec: spec, err: c.result(ctx, err)}
 		}
-		if c.cfg.message > 0 {
-			header.Set(HeaderMessageTimeout, strconv.FormatInt(c.cfg.message.Milliseconds(), 10))
+		if v, ok := wire.FormatRequestMessageTimeout(c.cfg.message); ok {
+			header.Set(HeaderMessageTimeout, v)
 		}
 		sc := &clientConn{ctx: ctx, c: c, cancel: cancel, stage: procedure}
 		if c.cfg.message > 0 || c.cfg.idle > 0 {
@@ -149,6 +148,11 @@ func (c *client) WrapStreamingClient(next connect.StreamingClientFunc) connect.S
 // (the transit allowance taken off its deadline) and header. cancel is nil
 // when the context was not derived.
 func (c *client) outgoing(ctx context.Context, procedure string, header http.Header) (context.Context, context.CancelFunc, error) {
+	if v, ok := edge.CriticalityValue(ctx); ok {
+		// The class goes with or without a deadline: no protocol header
+		// of Connect's or gRPC's carries it.
+		header[requestCriticalityKey] = []string{v}
+	}
 	call, ok, err := edge.Send(ctx, procedure, edge.Outbound{Transit: c.cfg.transit, MinUseful: c.cfg.minUseful})
 	if !ok || err != nil {
 		return ctx, nil, err
@@ -173,6 +177,8 @@ var (
 	requestTimeoutKey  = http.CanonicalHeaderKey(wire.HeaderRequestTimeout)
 	requestDeadlineKey = http.CanonicalHeaderKey(wire.HeaderRequestDeadline)
 	requestAttemptKey  = http.CanonicalHeaderKey(wire.HeaderRequestAttempt)
+
+	requestCriticalityKey = http.CanonicalHeaderKey(wire.HeaderRequestCriticality)
 )
 
 // result gives a call's error its code, reporting a cancellation after the

@@ -21,6 +21,19 @@
 // [budget.Op] on either side, so a procedure whose measured latency cannot
 // fit in what is left is refused before it starts.
 //
+// # Criticality
+//
+// A call's class ([budget.Criticality]) travels beside its deadline in the
+// Request-Criticality header, for all three protocols. The server
+// interceptor puts on the handler's context the class of a trusted header,
+// else of its classifier ([WithClassifier]), else the class the context
+// already carries (otelbudget's baggage propagator's, say), else the
+// policy's Criticality; admission ([WithAdmission], [WithMessageAdmission])
+// then refuses sheddable work first under a shortage. The client
+// interceptor sends the context's class when it is not the default. An edge
+// whose policy trusts [wire.SourcesNone] ignores the class a client sends,
+// as it ignores its deadline.
+//
 // # Streams
 //
 // Without options a stream runs under one deadline, the whole call's: a

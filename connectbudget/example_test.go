@@ -100,3 +100,46 @@ func ExampleMessageContext() {
 	// gave up on hard question
 	// answered goodbye
 }
+
+// A public edge classifies calls by procedure, since it trusts nothing a
+// client sends; its client interceptor passes the class on to the services
+// behind it, whose handlers read it with budget.CriticalityFrom.
+func ExampleWithClassifier() {
+	const pay = "/acme.v1.Checkout/Pay"
+	backend := http.NewServeMux()
+	backend.Handle(pay, connect.NewUnaryHandler(pay,
+		func(ctx context.Context, _ *connect.Request[wrapperspb.StringValue]) (*connect.Response[wrapperspb.StringValue], error) {
+			fmt.Println("backend runs the call as", budget.CriticalityFrom(ctx))
+			return connect.NewResponse(wrapperspb.String("paid")), nil
+		},
+		connect.WithInterceptors(connectbudget.NewServerInterceptor()))) // trusts Request-Criticality
+	backendSrv := httptest.NewServer(backend)
+	defer backendSrv.Close()
+	toBackend := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](backendSrv.Client(),
+		backendSrv.URL+pay, connect.WithInterceptors(connectbudget.NewClientInterceptor()))
+
+	edge := http.NewServeMux()
+	edge.Handle(pay, connect.NewUnaryHandler(pay,
+		func(ctx context.Context, r *connect.Request[wrapperspb.StringValue]) (*connect.Response[wrapperspb.StringValue], error) {
+			return toBackend.CallUnary(ctx, connect.NewRequest(r.Msg))
+		},
+		connect.WithInterceptors(connectbudget.NewServerInterceptor(
+			connectbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Max: 2 * time.Second}),
+			connectbudget.WithClassifier(func(_ context.Context, procedure string) budget.Criticality {
+				if procedure == pay {
+					return budget.Critical
+				}
+				return budget.Sheddable
+			})))))
+	edgeSrv := httptest.NewServer(edge)
+	defer edgeSrv.Close()
+
+	client := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](edgeSrv.Client(), edgeSrv.URL+pay)
+	req := connect.NewRequest(wrapperspb.String("order 42"))
+	req.Header().Set(wire.HeaderRequestCriticality, "sheddable") // ignored by the edge
+	if _, err := client.CallUnary(context.Background(), req); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// backend runs the call as critical
+}

@@ -1,6 +1,7 @@
 package connectbudget
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -31,6 +32,7 @@ type serverConfig struct {
 	idle      time.Duration
 
 	messageOps func(procedure string) *budget.Op
+	classify   func(ctx context.Context, procedure string) budget.Criticality // see WithClassifier
 }
 
 type clientConfig struct {

@@ -61,6 +61,11 @@ import (
 // [budget.EventSkew] and [budget.EventMalformed], refusals as
 // [budget.EventRefuse].
 //
+// The handler's context carries the call's class ([budget.CriticalityFrom]):
+// a trusted Request-Criticality header's, the classifier's
+// ([WithClassifier]), the one the context already had, or the policy's
+// Criticality, in that order; admission reads it there.
+//
 // Streams also get the per-message budget of [WithMessageBudget] (read it
 // with [MessageContext]) and the idle timeout of [WithIdleTimeout]; without
 // them a stream runs under one deadline, the whole call's.
@@ -226,7 +231,7 @@ func (s *server) arrive(ctx context.Context, procedure string, header http.Heade
 	stage := s.stage(procedure)
 	a := s.arrival
 	a.Stage = stage
-	bctx, cancel, dec, err := a.Arrive(ctx, p, edge.Request{Header: wire.HTTPHeader(header), Now: now})
+	bctx, cancel, dec, err := a.Arrive(ctx, p, s.request(ctx, procedure, header, now))
 	if err != nil {
 		return nil, nil, p, refusal(stage, p.Min, dec, err)
 	}

@@ -174,7 +174,7 @@ func TestWithPolicyPanicsOnInvalidPolicy(t *testing.T) {
 func TestZeroAndNilOptions(t *testing.T) {
 	t.Parallel()
 	svc := new(service)
-	url, hc := serve(t, transports[1], svc, connect.WithInterceptors(connectbudget.NewServerInterceptor(nil, connectbudget.WithSwitch(nil))))
+	url, hc := serve(t, transports[1], svc, connect.WithInterceptors(connectbudget.NewServerInterceptor(nil, connectbudget.WithSwitch(nil), connectbudget.WithClassifier(nil))))
 	c := unaryClient(hc, url, connect.WithInterceptors(connectbudget.NewClientInterceptor(nil)))
 	if got, err := unary(context.Background(), c, "hi"); err != nil || got != "ok" {
 		t.Fatalf("got %q, %v", got, err)

@@ -15,12 +15,15 @@ import (
 )
 
 // HeaderMessageTimeout is the header in which a client asks for a
-// per-message budget on a stream, in whole milliseconds, as
-// Request-Timeout-Ms spells a call's budget. A server with
-// [NewServerInterceptor] honours it when its inbound policy trusts
-// Request-Timeout-Ms ([wire.SourceRequestTimeout]), and never grants more
-// than its own [WithMessageBudget].
-const HeaderMessageTimeout = "Request-Message-Timeout-Ms"
+// per-message budget on a stream, in whole milliseconds (1 to 10 digits, not
+// zero), as Request-Timeout-Ms spells a call's budget. It equals
+// [wire.HeaderRequestMessageTimeout], the name grpcbudget sends in gRPC
+// metadata too (MessageTimeoutKey, in lower case), and is read with
+// [wire.ParseRequestMessageTimeout]. A server with [NewServerInterceptor]
+// honours it when its inbound policy trusts Request-Timeout-Ms
+// ([wire.SourceRequestTimeout]), and never grants more than its own
+// [WithMessageBudget].
+const HeaderMessageTimeout = wire.HeaderRequestMessageTimeout
 
 // ErrIdle is matched by the error of a stream ended by [WithIdleTimeout]:
 // its peer sent nothing for the idle timeout. The error also matches
@@ -104,8 +107,8 @@ func (s *server) messageBudget(p *wire.Policy, header http.Header) time.Duration
 	if v == "" {
 		return d
 	}
-	asked, ok, err := wire.ParseRequestTimeout(v)
-	if !ok || err != nil || asked <= 0 {
+	asked, ok, err := wire.ParseRequestMessageTimeout(v)
+	if !ok || err != nil {
 		return d
 	}
 	// The caller waits asked for each answer: the handler gives up a tenth
@@ -192,7 +195,7 @@ func (hc *handlerConn) startMessage(now time.Time) {
 		if bounded {
 			available = deadline.Sub(now)
 		}
-		adm := hc.op.BeginAt(now, available)
+		adm := hc.op.BeginClassAt(now, available, budget.CriticalityFrom(hc.ctx))
 		if !adm.Admit {
 			// Refused: the message's context is over before it starts, and
 			// says why; the handler skips the message.

@@ -327,3 +327,11 @@ func TestServerMessageAdmission(t *testing.T) {
 		t.Fatalf("after the refusals: %v, want done twice", got)
 	}
 }
+
+// The per-message budget travels under one name over Connect and gRPC.
+func TestHeaderMessageTimeoutIsWireName(t *testing.T) {
+	t.Parallel()
+	if connectbudget.HeaderMessageTimeout != wire.HeaderRequestMessageTimeout {
+		t.Errorf("HeaderMessageTimeout = %q, want %q", connectbudget.HeaderMessageTimeout, wire.HeaderRequestMessageTimeout)
+	}
+}

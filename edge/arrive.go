@@ -55,7 +55,9 @@ type Request struct {
 	Sent time.Time
 	// Criticality is the class the adapter's classifier gave the request,
 	// used when Classified is set and no trusted Request-Criticality header
-	// set the class; the policy's Criticality is used otherwise.
+	// set the class. Otherwise a class other than the default already on the
+	// request's context is kept, and the policy's Criticality applies only
+	// when there is none (see [Arrival.Arrive]).
 	Criticality budget.Criticality
 	// Classified reports that a classifier set Criticality.
 	Classified bool
@@ -76,10 +78,15 @@ type Request struct {
 // [budget.OutcomeShed]), skewed values as [budget.EventSkew] and malformed
 // ones, refused or ignored, as [budget.EventMalformed].
 //
-// The handler's context carries the request's class ([budget.CriticalityFrom]):
-// a trusted Request-Criticality header's, else req.Criticality when
-// req.Classified, else the policy's Criticality. It rides in the budget's own
-// context, so it costs no allocation when a budget starts.
+// The handler's context carries the request's class ([budget.CriticalityFrom]),
+// the first of: a trusted Request-Criticality header's; req.Criticality when
+// req.Classified; the class ctx already carries when it is not the default
+// (one that code the server runs before the adapter put there, such as
+// otelbudget's baggage propagator, which reads it under a trust rule of its
+// own); the policy's Criticality. A class on ctx thus survives a hop whose
+// headers carry none, and the policy's class is a default, not an override.
+// It rides in the budget's own context, so it costs no allocation when a
+// budget starts.
 //
 // A nil p is enforcement off: nothing is read, nothing refused, and ctx is
 // returned unchanged. The budget's deadline is the policy's (the caller's
@@ -106,7 +113,7 @@ func (a Arrival) Arrive(ctx context.Context, p *wire.Policy, req Request) (conte
 		a.refused(ctx, stage, now, dec, err)
 		return nil, nil, dec, err
 	}
-	class := classOf(req, dec)
+	class := classOf(ctx, req, dec)
 	if !dec.HasDeadline {
 		return budget.WithCriticality(ctx, class), nil, dec, nil
 	}
@@ -139,11 +146,18 @@ func (a Arrival) Arrive(ctx context.Context, p *wire.Policy, req Request) (conte
 	return bctx, cancel, dec, nil
 }
 
-// classOf is the class of an arriving request: a trusted header's, else
-// the classifier's, else the policy's.
-func classOf(req Request, dec wire.Decision) budget.Criticality {
-	if req.Classified && !dec.CriticalityFromHeader {
+// classOf is the class of a request arriving with ctx: a trusted header's,
+// else the classifier's, else the class ctx already carries when it is not
+// the default, else the policy's.
+func classOf(ctx context.Context, req Request, dec wire.Decision) budget.Criticality {
+	switch {
+	case dec.CriticalityFromHeader:
+		return budget.Criticality(dec.Criticality)
+	case req.Classified:
 		return req.Criticality
+	}
+	if c := budget.CriticalityFrom(ctx); c != budget.DefaultCriticality {
+		return c
 	}
 	return budget.Criticality(dec.Criticality)
 }

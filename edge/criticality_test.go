@@ -10,31 +10,49 @@ import (
 	"github.com/timebudget/budget/wire"
 )
 
+// The class a request is handled under is the first of: a trusted
+// Request-Criticality header, the classifier, a class other than the default
+// already on the arriving context (the baggage propagator's), the policy's
+// Criticality.
 func TestArriveCriticality(t *testing.T) {
 	t.Parallel()
 	crit := wire.Metadata{"request-criticality": {"critical"}, "request-timeout-ms": {"500"}}
+	explicitDefault := wire.Metadata{"request-criticality": {"default"}, "request-timeout-ms": {"500"}}
 	none := wire.Metadata{"request-timeout-ms": {"500"}}
 	classOnly := wire.Metadata{"request-criticality": {"sheddable"}}
 	edgePolicy := &wire.Policy{Trust: wire.SourcesNone, Max: time.Second}
+	sheddablePolicy := &wire.Policy{Criticality: wire.CriticalitySheddable}
+	classify := func(c budget.Criticality) edge.Request {
+		return edge.Request{Header: none, Classified: true, Criticality: c}
+	}
 	for _, tc := range []struct {
-		name string
-		p    *wire.Policy
-		req  edge.Request
-		want budget.Criticality
+		name   string
+		p      *wire.Policy
+		req    edge.Request
+		parent budget.Criticality // the class on the arriving context
+		want   budget.Criticality
 	}{
-		{"trusted header", &wire.Policy{}, edge.Request{Header: crit}, budget.Critical},
-		{"trusted header beats the classifier", &wire.Policy{}, edge.Request{Header: crit, Classified: true, Criticality: budget.Sheddable}, budget.Critical},
-		{"an edge ignores the header", edgePolicy, edge.Request{Header: crit}, budget.DefaultCriticality},
-		{"an edge's classifier decides", edgePolicy, edge.Request{Header: crit, Classified: true, Criticality: budget.Sheddable}, budget.Sheddable},
-		{"the policy's class for the unclassified", &wire.Policy{Criticality: -1}, edge.Request{Header: none}, budget.Sheddable},
-		{"no deadline, a class", &wire.Policy{}, edge.Request{Header: classOnly}, budget.Sheddable},
-		{"enforcement off reads nothing", nil, edge.Request{Header: crit}, budget.DefaultCriticality},
+		{"trusted header", &wire.Policy{}, edge.Request{Header: crit}, budget.DefaultCriticality, budget.Critical},
+		{"trusted header beats the classifier", &wire.Policy{}, edge.Request{Header: crit, Classified: true, Criticality: budget.Sheddable}, budget.DefaultCriticality, budget.Critical},
+		{"trusted header beats the context", &wire.Policy{}, edge.Request{Header: crit}, budget.Sheddable, budget.Critical},
+		{"a trusted default header beats the context", &wire.Policy{}, edge.Request{Header: explicitDefault}, budget.Critical, budget.DefaultCriticality},
+		{"an edge ignores the header", edgePolicy, edge.Request{Header: crit}, budget.DefaultCriticality, budget.DefaultCriticality},
+		{"an edge's classifier decides", edgePolicy, edge.Request{Header: crit, Classified: true, Criticality: budget.Sheddable}, budget.DefaultCriticality, budget.Sheddable},
+		{"the classifier beats the context", &wire.Policy{}, classify(budget.Sheddable), budget.Critical, budget.Sheddable},
+		{"a classifier's default beats the context", &wire.Policy{}, classify(budget.DefaultCriticality), budget.Critical, budget.DefaultCriticality},
+		{"the context's class beats the policy's", sheddablePolicy, edge.Request{Header: none}, budget.Critical, budget.Critical},
+		{"an edge keeps the context's class", edgePolicy, edge.Request{Header: crit}, budget.Sheddable, budget.Sheddable},
+		{"the context's class without a deadline", &wire.Policy{}, edge.Request{}, budget.Sheddable, budget.Sheddable},
+		{"the policy's class for the unclassified", sheddablePolicy, edge.Request{Header: none}, budget.DefaultCriticality, budget.Sheddable},
+		{"no deadline, a class", &wire.Policy{}, edge.Request{Header: classOnly}, budget.Critical, budget.Sheddable},
+		{"enforcement off reads nothing", nil, edge.Request{Header: crit}, budget.DefaultCriticality, budget.DefaultCriticality},
+		{"enforcement off keeps the context's class", nil, edge.Request{Header: crit}, budget.Sheddable, budget.Sheddable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.req.Now = time.Now()
-			parent := budget.WithCriticality(context.Background(), budget.Critical)
-			if tc.p == nil {
-				parent = context.Background()
+			parent := context.Background()
+			if tc.parent != budget.DefaultCriticality {
+				parent = budget.WithCriticality(parent, tc.parent)
 			}
 			ctx, cancel, _, err := edge.Arrival{}.Arrive(parent, tc.p, tc.req)
 			if err != nil {

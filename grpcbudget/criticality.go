@@ -18,10 +18,14 @@ const criticalityKey = "request-criticality"
 // trusted request-criticality metadata does: at a public edge, whose policy
 // trusts [wire.SourcesNone], it classifies every call (fullMethod is the
 // registered method, never a name the client chose), and behind an edge it
-// classifies the calls that arrive unclassified. Without a classifier such
-// calls get the policy's Criticality, the default class unless configured.
-// f runs on every such call before the handler, so it must be cheap and safe
-// for concurrent use; a nil f removes the classifier.
+// classifies the calls that arrive unclassified. Without a classifier such a
+// call keeps a class other than the default that its context already carries
+// (put there by code that runs before this interceptor, such as a stats
+// handler running otelbudget's baggage propagator, which reads it under a
+// trust rule of its own), and otherwise gets the policy's Criticality, the
+// default class unless configured. A classifier, when set, decides over such
+// a context's class. f runs on every such call before the handler, so it
+// must be cheap and safe for concurrent use; a nil f removes the classifier.
 //
 // The class is put on the handler's context ([budget.CriticalityFrom]), where
 // [budget.Op] admission ([WithAdmission] included) and [budget.Queue] read

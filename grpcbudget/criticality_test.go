@@ -149,3 +149,51 @@ func TestCriticalityGRPCMetadataTrusted(t *testing.T) {
 		}
 	}
 }
+
+// The class a call is handled under is the first of: trusted
+// request-criticality metadata, the classifier, a class other than the
+// default already on the call's context (put there by a stats handler
+// running the baggage propagator, say), the policy's Criticality.
+func TestCriticalityContextPrecedence(t *testing.T) {
+	t.Parallel()
+	sheddablePolicy := &wire.Policy{Criticality: wire.CriticalitySheddable}
+	classify := grpcbudget.WithClassifier(func(context.Context, string) budget.Criticality { return budget.DefaultCriticality })
+	for _, tc := range []struct {
+		name   string
+		opts   []grpcbudget.ServerOption
+		md     metadata.MD
+		parent budget.Criticality
+		want   budget.Criticality
+	}{
+		{"metadata beats the context", []grpcbudget.ServerOption{grpcbudget.WithPolicy(sheddablePolicy)},
+			metadata.Pairs("request-criticality", "default"), budget.Critical, budget.DefaultCriticality},
+		{"the classifier beats the context", []grpcbudget.ServerOption{grpcbudget.WithPolicy(sheddablePolicy), classify},
+			nil, budget.Critical, budget.DefaultCriticality},
+		{"the context beats the policy", []grpcbudget.ServerOption{grpcbudget.WithPolicy(sheddablePolicy)},
+			nil, budget.Critical, budget.Critical},
+		{"the context survives an edge's trust", []grpcbudget.ServerOption{grpcbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone})},
+			metadata.Pairs("request-criticality", "sheddable"), budget.Critical, budget.Critical},
+		{"the policy without a class on the context", []grpcbudget.ServerOption{grpcbudget.WithPolicy(sheddablePolicy)},
+			nil, budget.DefaultCriticality, budget.Sheddable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := metadata.NewIncomingContext(context.Background(), tc.md)
+			if tc.parent != budget.DefaultCriticality {
+				ctx = budget.WithCriticality(ctx, tc.parent)
+			}
+			var got budget.Criticality
+			_, err := grpcbudget.UnaryServerInterceptor(tc.opts...)(ctx, nil, &grpc.UnaryServerInfo{FullMethod: "/s/M"},
+				func(ctx context.Context, _ any) (any, error) {
+					got = budget.CriticalityFrom(ctx)
+					return nil, nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("class %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

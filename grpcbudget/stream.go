@@ -10,12 +10,17 @@ import (
 )
 
 // MessageTimeoutKey is the metadata key under which a client sends its
-// per-message budget ([WithMessageBudget]) to the server: whole milliseconds
-// as 1 to 10 ASCII digits, as Request-Timeout-Ms is written. A server reads
-// it when its policy trusts [wire.SourceRequestTimeout] (the zero policy
-// does; an edge trusting [wire.SourcesNone] does not), takes the smaller of
-// it and its own per-message budget, and clamps it to the policy's Max.
-const MessageTimeoutKey = "budget-message-timeout-ms"
+// per-message budget ([WithMessageBudget]) to the server:
+// "request-message-timeout-ms", which equals
+// [wire.HeaderRequestMessageTimeout] in lower case, as gRPC metadata spells
+// it, so that gRPC and Connect streams (connectbudget) ask for a per-message
+// budget the same way. The value is whole milliseconds as 1 to 10 ASCII
+// digits, not zero, as [wire.ParseRequestMessageTimeout] reads it. A server
+// reads it when its policy trusts [wire.SourceRequestTimeout] (the zero
+// policy does; an edge trusting [wire.SourcesNone] does not), takes the
+// smaller of it and its own per-message budget, and clamps it to the
+// policy's Max.
+const MessageTimeoutKey = "request-message-timeout-ms"
 
 // ErrMessageBudget is the cause ([context.Cause]) of a message's context
 // ended by its per-message budget, and what a client stream's SendMsg or

@@ -3,7 +3,6 @@ package grpcbudget
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"google.golang.org/grpc"
@@ -11,6 +10,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/wire"
 )
 
 // clientWatch bounds each SendMsg and RecvMsg of one client stream: a wait
@@ -35,8 +35,8 @@ func (c *client) watchStream(ctx, octx context.Context) (context.Context, *clien
 	if sc.message <= 0 && sc.idle <= 0 {
 		return octx, nil
 	}
-	if sc.message > 0 {
-		octx = metadata.AppendToOutgoingContext(octx, MessageTimeoutKey, strconv.FormatInt(sc.message.Milliseconds(), 10))
+	if v, ok := wire.FormatRequestMessageTimeout(sc.message); ok {
+		octx = metadata.AppendToOutgoingContext(octx, MessageTimeoutKey, v)
 	}
 	w := &clientWatch{caller: ctx, message: sc.message, idle: sc.idle, idleErr: &idleError{side: "server", idle: sc.idle}}
 	w.ctx, w.cancel = context.WithCancelCause(octx)

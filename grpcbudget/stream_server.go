@@ -70,8 +70,9 @@ func sentMessageBudget(ctx context.Context, p *wire.Policy) (time.Duration, erro
 }
 
 // parseMessageBudget parses the values of [MessageTimeoutKey]. A single
-// value of 1 to 10 digits is a budget; anything else (several values, a sign,
-// a unit, zero) is malformed, and the error names the key.
+// value of 1 to 10 digits, not zero, is a budget, as
+// [wire.ParseRequestMessageTimeout] reads it; anything else (several values,
+// a sign, a unit, zero) is malformed, and the error names the key.
 func parseMessageBudget(vals []string) (time.Duration, error) {
 	switch len(vals) {
 	case 0:
@@ -80,15 +81,13 @@ func parseMessageBudget(vals []string) (time.Duration, error) {
 	default:
 		return 0, &wire.ParseError{Header: MessageTimeoutKey, Value: short(vals[0]), Reason: "sent more than once"}
 	}
-	d, ok, err := wire.ParseRequestTimeout(vals[0])
+	d, ok, err := wire.ParseRequestMessageTimeout(vals[0])
 	var pe *wire.ParseError
 	switch {
 	case errors.As(err, &pe):
 		return 0, &wire.ParseError{Header: MessageTimeoutKey, Value: pe.Value, Reason: pe.Reason}
 	case err != nil || !ok:
 		return 0, &wire.ParseError{Header: MessageTimeoutKey, Value: short(vals[0]), Reason: "empty"}
-	case d <= 0:
-		return 0, &wire.ParseError{Header: MessageTimeoutKey, Value: short(vals[0]), Reason: "zero"}
 	}
 	return d, nil
 }

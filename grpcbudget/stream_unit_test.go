@@ -17,6 +17,7 @@ import (
 
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/grpcbudget"
+	"github.com/timebudget/budget/wire"
 )
 
 // fakeServerStream is a server stream with no network under it: RecvMsg
@@ -248,5 +249,14 @@ func TestStreamAllocations(t *testing.T) {
 		_ = cs.RecvMsg(nil)
 	}); got != 0 {
 		t.Errorf("client: %v allocations per SendMsg and RecvMsg, want 0", got)
+	}
+}
+
+// The per-message budget travels under one name over gRPC and Connect:
+// wire.HeaderRequestMessageTimeout, in lower case as gRPC metadata spells it.
+func TestMessageTimeoutKeyIsWireName(t *testing.T) {
+	t.Parallel()
+	if grpcbudget.MessageTimeoutKey != strings.ToLower(wire.HeaderRequestMessageTimeout) {
+		t.Errorf("MessageTimeoutKey = %q, want %q in lower case", grpcbudget.MessageTimeoutKey, wire.HeaderRequestMessageTimeout)
 	}
 }

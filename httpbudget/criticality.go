@@ -14,8 +14,12 @@ import (
 // no trusted Request-Criticality header does: at a public edge, whose policy
 // trusts [wire.SourcesNone], it classifies every request (by route, method or
 // caller), and behind an edge it classifies the requests that arrive
-// unclassified. Without a classifier such requests get the policy's
-// Criticality, the default class unless configured. f runs on every such
+// unclassified. Without a classifier such a request keeps a class other than
+// the default that its context already carries (put there by code the
+// server runs before this handler, such as otelbudget's baggage propagator,
+// which reads it under a trust rule of its own), and otherwise gets the
+// policy's Criticality, the default class unless configured. A classifier,
+// when set, decides over such a context's class. f runs on every such
 // request before the handler, so it must be cheap and safe for concurrent
 // use; a nil f removes the classifier.
 //

@@ -225,3 +225,48 @@ func TestAdmissionUnderOverloadKeepsCriticalRequests(t *testing.T) {
 		}
 	})
 }
+
+// The class a request is handled under is the first of: a trusted
+// Request-Criticality header, the classifier, a class other than the default
+// already on the request's context (the baggage propagator's, run before the
+// handler), the policy's Criticality.
+func TestCriticalityContextPrecedence(t *testing.T) {
+	t.Parallel()
+	sheddablePolicy := httpbudget.WithPolicy(&wire.Policy{Criticality: wire.CriticalitySheddable})
+	classify := httpbudget.WithClassifier(func(*http.Request) budget.Criticality { return budget.DefaultCriticality })
+	for _, tc := range []struct {
+		name   string
+		opts   []httpbudget.ServerOption
+		header string // Request-Criticality, when not empty
+		parent budget.Criticality
+		want   budget.Criticality
+	}{
+		{"the header beats the context", []httpbudget.ServerOption{sheddablePolicy}, "default", budget.Critical, budget.DefaultCriticality},
+		{"the classifier beats the context", []httpbudget.ServerOption{sheddablePolicy, classify}, "", budget.Critical, budget.DefaultCriticality},
+		{"the context beats the policy", []httpbudget.ServerOption{sheddablePolicy}, "", budget.Critical, budget.Critical},
+		{"the context survives an edge's trust", []httpbudget.ServerOption{httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone})},
+			"sheddable", budget.Critical, budget.Critical},
+		{"the policy without a class on the context", []httpbudget.ServerOption{sheddablePolicy}, "", budget.DefaultCriticality, budget.Sheddable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var got budget.Criticality
+			h := httpbudget.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got = budget.CriticalityFrom(r.Context())
+			}), tc.opts...)
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.Header.Set(wire.HeaderRequestTimeout, "500")
+			if tc.header != "" {
+				r.Header.Set(wire.HeaderRequestCriticality, tc.header)
+			}
+			if tc.parent != budget.DefaultCriticality {
+				r = r.WithContext(budget.WithCriticality(r.Context(), tc.parent))
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			if rec.Code != http.StatusOK || got != tc.want {
+				t.Errorf("status %d, class %v; want 200, %v", rec.Code, got, tc.want)
+			}
+		})
+	}
+}

@@ -185,10 +185,10 @@ const (
 //
 // A trusted, valid [BaggageCriticalityKey] member puts its class on the
 // returned context ([budget.WithCriticality]). A server adapter that runs
-// after Extract (httpbudget, grpcbudget) gives the handler the class of its
-// own headers, classifier or policy; to keep the baggage's class there, give
-// the adapter a classifier that returns [budget.CriticalityFrom] of the
-// request's context (httpbudget.WithClassifier, grpcbudget.WithClassifier).
+// after Extract (httpbudget, grpcbudget, connectbudget) keeps that class for
+// the handler: only a trusted Request-Criticality header or the adapter's
+// classifier replaces it, and the adapter's policy's Criticality applies
+// only to a request that arrives with no class at all.
 //
 // When the member set the deadline, the returned context carries it (the
 // decision's Deadline: the caller's less the policy's Reserve), with

@@ -26,6 +26,8 @@ func TestAllocs(t *testing.T) {
 		f    func()
 	}{
 		{"ParseRequestTimeout", 0, func() { _, _, _ = wire.ParseRequestTimeout("1520") }},
+		{"ParseRequestMessageTimeout", 0, func() { _, _, _ = wire.ParseRequestMessageTimeout("250") }},
+		{"AppendRequestMessageTimeout", 0, func() { _, _ = wire.AppendRequestMessageTimeout(buf[:0], 250*time.Millisecond) }},
 		{"ParseGRPCTimeout", 0, func() { _, _, _ = wire.ParseGRPCTimeout("1520000u") }},
 		{"ParseRequestDeadline", 0, func() { _, _, _ = wire.ParseRequestDeadline("1700000001500") }},
 		{"ParseXRequestDeadline", 0, func() { _, _, _ = wire.ParseXRequestDeadline("1700000001500000") }},

@@ -51,6 +51,14 @@
 // policy's Criticality. [Decision.Criticality] is the result, as a small integer that
 // converts to the budget package's Criticality.
 //
+// # Streams
+//
+// A stream may also carry the budget its client asks for each message,
+// [HeaderRequestMessageTimeout] (gRPC metadata "request-message-timeout-ms"), parsed
+// by [ParseRequestMessageTimeout]. It is not a deadline source: [Extract] and
+// [Policy.Decide] do not read it; the stream adapters do, under the trust given to
+// [SourceRequestTimeout].
+//
 // # Clocks
 //
 // Relative values (milliseconds left) need no shared clock; absolute values (a wall-clock

@@ -83,6 +83,7 @@ const (
 	reasonNotToken
 	reasonZeroAttempt
 	reasonNotCriticality
+	reasonZeroBudget
 )
 
 var reasonText = [...]string{
@@ -97,6 +98,7 @@ var reasonText = [...]string{
 	reasonNotToken:       "not 1 to 128 visible ASCII characters",
 	reasonZeroAttempt:    "attempts count from 1",
 	reasonNotCriticality: `not "critical", "default" or "sheddable"`,
+	reasonZeroBudget:     "zero: a per-message budget is at least 1 ms",
 }
 
 func (r reason) String() string { return reasonText[r] }

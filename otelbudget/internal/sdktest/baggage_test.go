@@ -64,10 +64,7 @@ func newHops(t *testing.T, backendPolicy *wire.Policy) *hops {
 			v.Decision, v.HasDecision = otelbudget.BaggageDecision(r.Context())
 			v.Class = budget.CriticalityFrom(r.Context()).String()
 			_ = json.NewEncoder(w).Encode(v)
-		}), httpbudget.WithPolicy(backendPolicy),
-		// Keep the class the baggage brought: httpbudget otherwise
-		// classifies by its own headers and policy.
-		httpbudget.WithClassifier(func(r *http.Request) budget.Criticality { return budget.CriticalityFrom(r.Context()) })),
+		}), httpbudget.WithPolicy(backendPolicy)),
 		"backend", otelhttp.WithTracerProvider(tp), otelhttp.WithPropagators(ours(backendPolicy))))
 
 	// The middle: otelhttp and net/http only.
@@ -138,10 +135,12 @@ func (h *hops) get(t *testing.T, url, bag string) backendView {
 // TestBaggageCrossesPlainHop is the case: the edge's deadline
 // reaches the backend through a middle service that runs otelhttp and no
 // budget code, equal to the edge's within the skew guard (and never later),
-// and so does the class the edge's policy gave the request.
+// and so does the class the edge's policy gave the request: the backend's
+// httpbudget has no classifier, and keeps the class the baggage put on the
+// request's context over its own policy's (sheddable).
 func TestBaggageCrossesPlainHop(t *testing.T) {
 	t.Parallel()
-	h := newHops(t, &wire.Policy{Max: 10 * time.Second})
+	h := newHops(t, &wire.Policy{Max: 10 * time.Second, Criticality: wire.CriticalitySheddable})
 	for range 5 {
 		v := h.get(t, h.edge.URL, "")
 		edge := <-h.edgeDeadline
@@ -156,6 +155,27 @@ func TestBaggageCrossesPlainHop(t *testing.T) {
 			t.Errorf("backend's deadline is %v before the edge's, want within [0, %v]", diff, wire.DefaultSkew)
 		}
 		t.Logf("backend's deadline %v before the edge's", diff)
+	}
+}
+
+// A backend whose policy does not trust Request-Criticality ignores the
+// baggage's class as it would the header's: its policy's class applies.
+func TestBaggageClassUntrusted(t *testing.T) {
+	t.Parallel()
+	h := newHops(t, &wire.Policy{Max: 10 * time.Second, Trust: wire.SourceRequestDeadline, Criticality: wire.CriticalitySheddable})
+	v := h.get(t, h.edge.URL, "")
+	<-h.edgeDeadline
+	if v.Deadline == 0 || !v.HasDecision || v.Decision.Source != wire.SourceRequestDeadline {
+		t.Fatalf("backend saw %+v, want the edge's deadline from baggage", v)
+	}
+	if v.Class != "sheddable" {
+		t.Errorf("backend's class %q, want its policy's sheddable: it does not trust the class", v.Class)
+	}
+	// A client's own member reaches the backend only through the middle,
+	// which runs no budget code: still untrusted.
+	v = h.get(t, h.middle.URL, otelbudget.BaggageCriticalityKey+"=critical")
+	if v.Class != "sheddable" {
+		t.Errorf("backend's class %q from a client's member, want sheddable", v.Class)
 	}
 }
 
