@@ -9,3 +9,9 @@ require (
 )
 
 require github.com/bits-and-blooms/bitset v1.24.4 // indirect
+
+require (
+	github.com/go-kratos/aegis v0.2.0
+	github.com/zeromicro/go-zero v1.10.3
+	gonum.org/v1/plot v0.17.0
+)

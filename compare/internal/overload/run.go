@@ -1,0 +1,87 @@
+package overload
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+)
+
+// Run measures the capacity of the graph, then every variant at every load,
+// and reports what it measured. It takes about len(Loads) × len(Variants) ×
+// (Warmup + Duration + 0.5 s), plus the capacity measurement. It stops early,
+// with ctx's error, when ctx ends.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	exe := cfg.Executable
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("overload: finding this binary to start the backend: %w", err)
+		}
+	}
+	quietFrameworks()
+	progress := cfg.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	spec := backendSpec{Rounds: calibrate(), Units: cfg.units(), Procs: cfg.procs()}
+	rep := &Report{
+		Settings: map[string]string{},
+		Work:     time.Duration(spec.Units) * unit,
+		Procs:    spec.Procs,
+		Budget:   cfg.budget(),
+		Duration: cfg.duration(),
+		Warmup:   cfg.warmup(),
+	}
+	for _, v := range cfg.variants() {
+		rep.Settings[v] = Setting(v, spec.Procs)
+	}
+	gen := newGenerator(cfg.seed(), cfg.mix(), cfg.budget())
+	defer gen.close()
+
+	rep.CapacityRPS = cfg.Capacity
+	if rep.CapacityRPS <= 0 {
+		fmt.Fprintf(progress, "measuring capacity for %v\n", cfg.capacityDuration())
+		g, err := startGraph(exe, variantNone, spec)
+		if err != nil {
+			return nil, err
+		}
+		clients := 4*spec.Procs + 4
+		rep.CapacityRPS = gen.closed(ctx, g.edgeURL, clients, cfg.capacityDuration()/4, cfg.capacityDuration())
+		g.close()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if rep.CapacityRPS <= 0 {
+			return nil, fmt.Errorf("overload: the graph answered nothing in %v of closed-loop load", cfg.capacityDuration())
+		}
+	}
+	stats := &http.Client{Transport: newTransport()}
+	defer stats.CloseIdleConnections()
+	for _, load := range cfg.loads() {
+		for _, name := range cfg.variants() {
+			rate := load * rep.CapacityRPS
+			fmt.Fprintf(progress, "%s at %.1fx (%.0f requests/s)\n", name, load, rate)
+			g, err := startGraph(exe, name, spec)
+			if err != nil {
+				return nil, err
+			}
+			sends := gen.open(ctx, g.edgeURL, rate, cfg.warmup(), cfg.duration())
+			st, err := g.backend.stats(stats)
+			g.close()
+			if err != nil {
+				return nil, err
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			rep.Runs = append(rep.Runs, summarize(name, load, rep.CapacityRPS, cfg.duration(), sends, st.Records))
+		}
+	}
+	return rep, nil
+}
