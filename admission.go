@@ -60,6 +60,12 @@ type Admission struct {
 	// or for a probe the time a probe needs to tell (see [Op]) when that
 	// is less. Zero means no bound but Available.
 	Cap time.Duration
+	// Criticality is the class the attempt was judged as (see [Op]).
+	Criticality Criticality
+	// Shed reports a refusal for the attempt's class under load: its
+	// class's share of the op's Limit was taken, or it is sheddable and
+	// only the headroom sheddable work must keep refused it.
+	Shed bool
 
 	throttled bool // refused by error-rate throttling, not for lack of time
 }
@@ -75,6 +81,7 @@ type admissionState struct {
 	share      atomic.Uint32 // share of otherwise refused calls readmitted, in 1/rampFull
 	refused    atomic.Int32  // calls refused since the last probe
 	every      atomic.Int32  // refusals a probe waits for; 0 means 1
+	inflight   atomic.Int64  // attempts started and not ended, counted while Limit > 0
 	throttle   [2]throttleSlot
 }
 
@@ -92,8 +99,9 @@ const (
 )
 
 // Admit reports whether an attempt should start now in ctx's budget: the time
-// available is ctx's remaining time less its reserve. It is shorthand for
-// [Op.AdmitAt] with the present time. It records nothing and takes no probe
+// available is ctx's remaining time less its reserve, and the attempt's class
+// is ctx's ([CriticalityFrom]). It is [Op.AdmitAt] with the present time, for
+// that class; it does not look at Limit. It records nothing and takes no probe
 // slot, so tools and pages may call it freely. It reads the clock once and
 // allocates nothing.
 func (o *Op) Admit(ctx context.Context) Admission {
@@ -105,21 +113,22 @@ func (o *Op) Admit(ctx context.Context) Admission {
 	if ok {
 		avail = remaining - stateOf(ctx).reserveOrZero()
 	}
-	return o.AdmitAt(now, avail)
+	return o.decide(mono(now), avail, CriticalityFrom(ctx))
 }
 
-// AdmitAt reports whether an attempt with available time left (remaining less
-// reserve) should start at now. It neither records anything nor takes a probe
+// AdmitAt reports whether an attempt of the default class with available time
+// left (remaining less reserve) should start at now, by its measurements
+// (Limit is not looked at). It neither records anything nor takes a probe
 // slot. It allocates nothing.
 func (o *Op) AdmitAt(now time.Time, available time.Duration) Admission {
 	if o == nil {
 		return Admission{Available: available}
 	}
-	return o.decide(mono(now), available)
+	return o.decide(mono(now), available, DefaultCriticality)
 }
 
-func (o *Op) decide(m int64, available time.Duration) Admission {
-	dec := Admission{Available: available, Probability: 1, Admit: true, Cap: max(o.Cap, 0)}
+func (o *Op) decide(m int64, available time.Duration, c Criticality) Admission {
+	dec := Admission{Available: available, Probability: 1, Admit: true, Cap: max(o.Cap, 0), Criticality: c}
 	if available <= 0 || available <= o.MinUseful {
 		dec.Admit, dec.Probability = false, 0
 		return dec
@@ -134,7 +143,7 @@ func (o *Op) decide(m int64, available time.Duration) Admission {
 	dist := o.estimate(m)
 	switch {
 	case dist == nil:
-		return o.byPrior(dec)
+		return o.byPrior(dec, c)
 	case !dist.Known(available) && o.Prior > 0 && o.Prior < dist.horizon:
 		// The samples say nothing about this much time, but they already
 		// show calls running past what the prior promises: not a sure
@@ -142,26 +151,27 @@ func (o *Op) decide(m int64, available time.Duration) Admission {
 		dec.Admit, dec.Probability, dec.Measured, dec.Needed = false, 0, true, dist.horizon
 		return dec
 	case !dist.Known(available):
-		return o.byPrior(dec)
+		return o.byPrior(dec, c)
 	}
 	dec.Measured = true
 	dec.Probability = dist.CDF(available)
 	if o.Safety > 0 {
 		median, ok := dist.Quantile(0.5)
-		dec.Needed = time.Duration(o.Safety * float64(median))
+		dec.Needed = classNeed(time.Duration(o.Safety*float64(median)), c)
 		dec.Admit = ok && available >= dec.Needed
 		return dec
 	}
-	dec.Admit = dec.Probability >= o.threshold()
+	t := classThreshold(o.threshold(), c)
+	dec.Admit = dec.Probability >= t
 	if !dec.Admit {
-		dec.Needed, _ = dist.Quantile(o.threshold())
+		dec.Needed, _ = dist.Quantile(t)
 	}
 	return dec
 }
 
 // byPrior decides by the prior alone: before the op has measurements, or
 // for a caller with more time than any that was cut off.
-func (o *Op) byPrior(dec Admission) Admission {
+func (o *Op) byPrior(dec Admission, c Criticality) Admission {
 	if o.Prior <= 0 {
 		return dec
 	}
@@ -169,6 +179,7 @@ func (o *Op) byPrior(dec Admission) Admission {
 	if o.Safety > 0 {
 		dec.Needed = time.Duration(o.Safety * float64(o.Prior))
 	}
+	dec.Needed = classNeed(dec.Needed, c)
 	if dec.Available < dec.Needed {
 		dec.Admit, dec.Probability = false, 0
 	}
@@ -219,15 +230,34 @@ func (o *Op) threshold() float64 {
 	return defaultThreshold
 }
 
-// admit is decide plus the probes and the error-rate throttle: what an
-// attempt of the op goes through before it starts.
-func (o *Op) admit(m int64, available time.Duration) Admission {
-	dec := o.decide(m, available)
+// admit is decide plus the class's share of Limit, the probes and the
+// error-rate throttle: what an attempt of the op goes through before it
+// starts. When Limit is set, an admitted attempt holds a slot until it ends.
+func (o *Op) admit(m int64, available time.Duration, c Criticality) Admission {
+	if o.Limit > 0 && o.adm.inflight.Load() >= o.classLimit(c) {
+		return Admission{Available: available, Cap: max(o.Cap, 0), Criticality: c, Shed: true}
+	}
+	dec := o.probeOrThrottle(m, available, c, o.decide(m, available, c))
+	if dec.Admit && o.Limit > 0 && !o.take(c) {
+		dec.Admit, dec.Probe, dec.Shed = false, false, true
+	}
+	return dec
+}
+
+// probeOrThrottle completes decide's verdict dec: an admitted attempt may
+// still be throttled for the op's error rate, and one refused on
+// measurements may go as a probe. A sheddable attempt that a default one
+// would pass is refused for its class and never probes: the dependency is
+// not refusing calls, it is short of the headroom sheddable work keeps.
+func (o *Op) probeOrThrottle(m int64, available time.Duration, c Criticality, dec Admission) Admission {
 	switch {
 	case dec.Admit:
-		if o.throttled(m) {
+		if o.throttled(m, c) {
 			dec.Admit, dec.throttled = false, true
 		}
+		return dec
+	case c < DefaultCriticality && o.decide(m, available, DefaultCriticality).Admit:
+		dec.Shed = true
 		return dec
 	case !dec.Measured || o.ProbeEvery < 0:
 		return dec
@@ -409,7 +439,7 @@ func (o *Op) throttleSlot(m int64) *throttleSlot {
 // attempts that did not fail, once at least throttleMin requests were seen.
 // A refused request counts as a request, so a dependency that fails every
 // call still gets a trickle.
-func (o *Op) throttled(m int64) bool {
+func (o *Op) throttled(m int64, c Criticality) bool {
 	if o.Throttle < 0 {
 		return false
 	}
@@ -417,6 +447,7 @@ func (o *Op) throttled(m int64) bool {
 	if k == 0 {
 		k = defaultThrottle
 	}
+	k = classThrottle(k, c)
 	w := o.throttleWindow()
 	ep := floorDiv(m, w)
 	var req, acc float64

@@ -28,6 +28,11 @@ type Config struct {
 	// (its retry loop's [AttemptNumber]; zero when unknown). It is recorded
 	// on the arrival event, so observers can see retry storms building up.
 	Attempt int
+	// Criticality, when not [DefaultCriticality], is the class the budget's
+	// context carries ([CriticalityFrom]), as [WithCriticality] would set
+	// it but at no extra cost: server adapters set it on arrival. The zero
+	// value keeps the class parent carries.
+	Criticality Criticality
 }
 
 // state is what a budget stores in its context. It is immutable once stored;
@@ -53,6 +58,7 @@ type stateKey struct{}
 type budgetCtx struct {
 	context.Context
 	st     state
+	crit   Criticality // answered for criticalityKey when not the default
 	ledger Ledger
 	inline [ledgerInitial]Event
 }
@@ -62,6 +68,9 @@ type budgetCtx struct {
 func (c *budgetCtx) Value(key any) any {
 	if key == (stateKey{}) {
 		return &c.st
+	}
+	if c.crit != DefaultCriticality && key == (criticalityKey{}) {
+		return c.crit
 	}
 	return c.Context.Value(key)
 }
@@ -123,7 +132,7 @@ func (c Config) start(parent context.Context, now, deadline time.Time) (context.
 	}
 	outer := stateOf(parent)
 	dctx, cancel := context.WithDeadlineCause(parent, deadline, ErrExpired)
-	bc := &budgetCtx{Context: dctx}
+	bc := &budgetCtx{Context: dctx, crit: clampCriticality(c.Criticality)}
 	st := &bc.st
 	if outer == nil && c.LedgerCapacity >= 0 {
 		// A new request: its ledger, with room for the first events.

@@ -59,7 +59,7 @@ func TestWallClockStepsMoveNothing(t *testing.T) {
 	probes := 0
 	for i := range 600 { // ten minutes, one refusal a second
 		now := stepWall(t, base.Add(time.Duration(i)*time.Second), -time.Hour)
-		if dec := op.admit(mono(now), 500*time.Millisecond); dec.Probe {
+		if dec := op.admit(mono(now), 500*time.Millisecond, DefaultCriticality); dec.Probe {
 			probes++
 			op.learn(mono(now), mono(now.Add(10*time.Millisecond)), OutcomeExpired, true)
 		}

@@ -53,6 +53,21 @@ import (
 //     with probability max(0, (requests − 2·accepts)/(requests + 1)) over
 //     the last ten estimator windows, once they hold 10 requests. It
 //     refuses nothing while clearly more than half the attempts succeed.
+//
+// Each attempt has the class its context carries ([CriticalityFrom]), and
+// under a shortage the lower classes are refused first: for the same time
+// available and the same measurements, whatever admits a sheddable attempt
+// admits a default one, and whatever admits a default one admits a critical
+// one. The default class is decided as described above. A sheddable attempt
+// keeps headroom: it needs a chance of finishing halfway from Threshold to 1
+// (0.75 for the default 0.5), twice the time under the Safety rule and the
+// prior, is throttled with K halved, and gets half of Limit. A critical
+// attempt gets the reserve: it needs a quarter of Threshold (0.125), half
+// the time under Safety and the prior, is throttled with K doubled, and may
+// use all of Limit, so it is refused only when it is unlikely to finish at
+// all, when the dependency is stalled, or when Limit is reached. A
+// sheddable attempt refused where a default one would go is refused as
+// shed and never goes as a probe.
 type Op struct {
 	// Name identifies the dependency in the ledger, errors and metrics.
 	Name string
@@ -108,6 +123,16 @@ type Op struct {
 	// dependency that answers errors in a millisecond is never refused on
 	// latency, and calling it forever wastes the budget of every request.
 	Throttle float64
+
+	// Limit bounds the attempts of this op in flight at once; zero means no
+	// bound. An attempt over its class's share is refused at once, as shed
+	// (an [*Error] with [OutcomeShed], matching [ErrInsufficient]): a
+	// sheddable one when half of Limit is in flight, a default one at Limit
+	// less a quarter of it (rounded down, at least one), a critical one only
+	// at Limit, so the top quarter is held for critical work. An op whose
+	// callers are all of the default class thus runs at most Limit − Limit/4
+	// attempts. The last rung of a [Ladder] is never refused for it.
+	Limit int
 
 	// Rand, when not nil, is the source of the op's random draws: which
 	// calls error-rate throttling refuses, and which refused calls a
@@ -202,12 +227,17 @@ func (o *Op) run(ctx context.Context, ro runOpts, fn func(ctx context.Context) e
 	var dec Admission
 	if ro.lastChance {
 		dec = Admission{Available: r.available, Probability: 1, Admit: r.available > 0 && r.available > o.MinUseful, Cap: max(o.Cap, 0)}
+		if dec.Admit && o.Limit > 0 {
+			o.adm.inflight.Add(1) // the last rung goes whatever the load: it is cheap
+		}
 	} else {
-		dec = o.admit(mono(r.now), r.available)
+		dec = o.admit(mono(r.now), r.available, CriticalityFrom(ctx))
 	}
 	switch {
 	case dec.throttled:
 		return o.throttle(ctx, r, ro.n)
+	case dec.Shed:
+		return o.shed(ctx, r, ro.n, dec)
 	case !dec.Admit:
 		return refuse(ctx, r, o.Observer, o.Name, ro.n, dec.Needed)
 	}
@@ -222,6 +252,14 @@ func (o *Op) execute(ctx context.Context, r reading, dec Admission, ro runOpts, 
 		limit, cause = dec.Cap, ErrAttemptCap // a probe's included: it needs no more to tell
 	}
 	o.started(mono(r.now))
+	done := false
+	if o.Limit > 0 {
+		defer func() {
+			if !done { // fn panicked: its slot must not stay taken for ever
+				o.adm.inflight.Add(-1)
+			}
+		}()
+	}
 	var actx context.Context
 	var cancel context.CancelFunc
 	if limit == noDeadline {
@@ -230,6 +268,7 @@ func (o *Op) execute(ctx context.Context, r reading, dec Admission, ro runOpts, 
 		actx, cancel = context.WithDeadlineCause(ctx, r.now.Add(limit), cause)
 	}
 	err := fn(actx)
+	done = true
 	end := time.Now()
 	elapsed := end.Sub(r.now)
 	outcome := classify(actx, err, o.Expired)
@@ -257,11 +296,20 @@ func (o *Op) execute(ctx context.Context, r reading, dec Admission, ro runOpts, 
 // they decide is what the op decides. BeginAt emits no events and
 // allocates nothing.
 func (o *Op) BeginAt(now time.Time, available time.Duration) Admission {
+	return o.BeginClassAt(now, available, DefaultCriticality)
+}
+
+// BeginClassAt is [Op.BeginAt] for an attempt of class c, which [Op.Do]
+// reads from its context ([CriticalityFrom]): it is judged with the class's
+// margins and share of Limit (see [Op]), so that tests and simulations on
+// virtual time can drive a mix of classes through one op.
+func (o *Op) BeginClassAt(now time.Time, available time.Duration, c Criticality) Admission {
 	if o == nil {
-		return Admission{Available: available}
+		return Admission{Available: available, Criticality: c}
 	}
+	c = clampCriticality(c)
 	m := mono(now)
-	dec := o.admit(m, available)
+	dec := o.admit(m, available, c)
 	if dec.Admit {
 		o.started(m)
 	}
@@ -293,4 +341,7 @@ func (o *Op) ended(start, stop int64, elapsed time.Duration, outcome Outcome, pr
 		o.Estimator.record(stop, elapsed, true)
 	}
 	o.learn(start, stop, outcome, probe)
+	if o.Limit > 0 {
+		o.adm.inflight.Add(-1)
+	}
 }

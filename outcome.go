@@ -32,7 +32,7 @@ const (
 	OutcomeExpired                        // the deadline passed while the work ran, or before it could start
 	OutcomeCanceled                       // the caller gave up
 	OutcomeInsufficient                   // refused before starting: too little time left
-	OutcomeShed                           // refused on arrival by an inbound policy, or shed by a queue under load
+	OutcomeShed                           // refused on arrival by an inbound policy, shed by a queue under load, or by an op for its criticality
 	OutcomeRetrySuppressed                // a retry or hedge was not made: the retry quota was spent
 	OutcomeLimit                          // stopped by an iteration bound (see [Steps])
 	OutcomeThrottled                      // refused locally because the dependency keeps failing (see [Op])

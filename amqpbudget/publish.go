@@ -13,14 +13,17 @@ import (
 // Stamp writes ctx's budget into msg: the Request-Timeout-Ms and
 // Request-Deadline headers, the timestamp (when msg has none) and the
 // expiration, all from the time ctx has available ([budget.Available]). An
-// expiration msg already has is kept when it is shorter. When ctx has no
-// deadline Stamp changes nothing and returns nil. When less than a
+// expiration msg already has is kept when it is shorter. A class other than
+// the default ([budget.CriticalityFrom]) is written as Request-Criticality,
+// with or without a deadline. When ctx has no deadline Stamp changes nothing
+// else and returns nil. When less than a
 // millisecond is left it changes nothing and returns the refusal (an error
 // matching [budget.ErrInsufficient], or context.DeadlineExceeded once the
 // deadline has passed), recorded in ctx's ledger as stage "amqp.publish":
 // the message must not be sent. Stamp allocates the header strings and, when
 // msg.Headers is nil, the table.
 func Stamp(ctx context.Context, msg *amqp.Publishing) error {
+	stampCriticality(ctx, msg)
 	call, ok, err := edge.Send(ctx, "amqp.publish", edge.Outbound{KeepReserve: true})
 	if !ok || err != nil {
 		return err

@@ -30,10 +30,10 @@ type headers struct {
 	one  [maxNames]string // holds the usual single value of a header
 }
 
-// maxNames is how many headers a consumer reads: the nine inbound sources
-// of package wire and Request-Attempt. Should wire read more, the package
-// panics when it loads, and every test says so.
-const maxNames = 10
+// maxNames is how many headers a consumer reads: the nine inbound deadline
+// sources of package wire, Request-Criticality and Request-Attempt. Should
+// wire read more, the package panics when it loads, and every test says so.
+const maxNames = 11
 
 // headersOf reads t's budget headers. It allocates once, and once more for
 // each header sent under several spellings.

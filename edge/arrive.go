@@ -53,6 +53,12 @@ type Request struct {
 	// wait is then charged to the budget ([wire.Policy.DecideSent]). Zero for
 	// a request received directly.
 	Sent time.Time
+	// Criticality is the class the adapter's classifier gave the request,
+	// used when Classified is set and no trusted Request-Criticality header
+	// set the class; the policy's Criticality is used otherwise.
+	Criticality budget.Criticality
+	// Classified reports that a classifier set Criticality.
+	Classified bool
 }
 
 // Arrive applies p to req, which arrived with ctx, and returns the context
@@ -95,10 +101,11 @@ func (a Arrival) Arrive(ctx context.Context, p *wire.Policy, req Request) (conte
 		a.refused(ctx, stage, now, dec, err)
 		return nil, nil, dec, err
 	}
+	class := classOf(req, dec)
 	if !dec.HasDeadline {
-		return ctx, nil, dec, nil
+		return budget.WithCriticality(ctx, class), nil, dec, nil
 	}
-	cfg := budget.Config{Stage: stage, Observer: a.Observer, LedgerCapacity: a.LedgerCapacity}
+	cfg := budget.Config{Stage: stage, Observer: a.Observer, LedgerCapacity: a.LedgerCapacity, Criticality: class}
 	h := req.Header
 	if h != nil {
 		if v := h.Values(requestAttempt); len(v) == 1 {
@@ -119,7 +126,21 @@ func (a Arrival) Arrive(ctx context.Context, p *wire.Policy, req Request) (conte
 		}
 	}
 	bctx, cancel := cfg.StartUntil(ctx, deadline)
+	if class == budget.DefaultCriticality {
+		// The budget's context keeps parent's class; an arriving request
+		// has its own.
+		bctx = budget.WithCriticality(bctx, class)
+	}
 	return bctx, cancel, dec, nil
+}
+
+// classOf is the class of an arriving request: a trusted header's, else
+// the classifier's, else the policy's.
+func classOf(req Request, dec wire.Decision) budget.Criticality {
+	if req.Classified && !dec.CriticalityFromHeader {
+		return req.Criticality
+	}
+	return budget.Criticality(dec.Criticality)
 }
 
 // The lowercase names wire.Header implementations are asked for.

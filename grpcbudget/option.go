@@ -1,6 +1,7 @@
 package grpcbudget
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -27,6 +28,7 @@ type serverConfig struct {
 	ledgerCap int
 	ops       func(fullMethod string) *budget.Op
 	margin    time.Duration
+	classify  func(ctx context.Context, fullMethod string) budget.Criticality // see WithClassifier
 }
 
 type clientConfig struct {

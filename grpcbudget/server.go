@@ -235,7 +235,7 @@ func (s *server) arrive(ctx context.Context, method string) (context.Context, co
 	stage := s.stage(method)
 	a := s.arrival
 	a.Stage = stage
-	bctx, cancel, dec, err := a.Arrive(ctx, p, edge.Request{Header: wire.Metadata(md), Now: now})
+	bctx, cancel, dec, err := a.Arrive(ctx, p, s.request(ctx, method, md, now))
 	if err != nil {
 		return nil, nil, refusal(stage, p.Min, dec, err)
 	}

@@ -100,7 +100,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if !ok {
-		return base.RoundTrip(req)
+		return base.RoundTrip(withCriticality(req))
 	}
 	deadline := call.Reading.Deadline
 	var x *exchange
@@ -128,6 +128,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if v, ok := call.AppendAttempt(buf[:0]); ok {
 		out.Header[wire.HeaderRequestAttempt] = []string{string(v)}
 	}
+	setCriticality(ctx, out.Header)
 	if t.cfg.connect {
 		if v, ok := wire.FormatConnectTimeout(call.Left); ok {
 			out.Header[wire.HeaderConnectTimeout] = []string{v}

@@ -2,6 +2,7 @@ package httpbudget
 
 import (
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/timebudget/budget"
@@ -21,6 +22,7 @@ type handlerConfig struct {
 	serverTiming bool
 	ledgerCap    int
 	margin       time.Duration
+	classify     func(*http.Request) budget.Criticality // see WithClassifier
 }
 
 type clientConfig struct {

@@ -92,12 +92,15 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
-	ctx, cancel, dec, err := h.arrival.Arrive(r.Context(), h.cfg.policy.Load(), edge.Request{Header: wire.HTTPHeader(r.Header), Now: now})
+	ctx, cancel, dec, err := h.arrival.Arrive(r.Context(), h.cfg.policy.Load(), h.request(r, now))
 	if err != nil {
 		h.refuse(w, r, dec, err)
 		return
 	}
 	if cancel == nil {
+		if ctx != r.Context() {
+			r = r.WithContext(ctx) // no deadline, but a class
+		}
 		h.next.ServeHTTP(w, r)
 		return
 	}

@@ -82,19 +82,21 @@ const (
 	reasonTooMany
 	reasonNotToken
 	reasonZeroAttempt
+	reasonNotCriticality
 )
 
 var reasonText = [...]string{
-	reasonNone:        "",
-	reasonNoDigits:    "no digits",
-	reasonTooLong:     "longer than the header allows",
-	reasonNotDigit:    "not an ASCII digit",
-	reasonNoUnit:      "missing unit",
-	reasonBadUnit:     "unknown unit",
-	reasonNotPair:     "not two numbers separated by one space",
-	reasonTooMany:     "too many values",
-	reasonNotToken:    "not 1 to 128 visible ASCII characters",
-	reasonZeroAttempt: "attempts count from 1",
+	reasonNone:           "",
+	reasonNoDigits:       "no digits",
+	reasonTooLong:        "longer than the header allows",
+	reasonNotDigit:       "not an ASCII digit",
+	reasonNoUnit:         "missing unit",
+	reasonBadUnit:        "unknown unit",
+	reasonNotPair:        "not two numbers separated by one space",
+	reasonTooMany:        "too many values",
+	reasonNotToken:       "not 1 to 128 visible ASCII characters",
+	reasonZeroAttempt:    "attempts count from 1",
+	reasonNotCriticality: `not "critical", "default" or "sheddable"`,
 }
 
 func (r reason) String() string { return reasonText[r] }

@@ -39,6 +39,9 @@ func (h HTTPHeader) Values(name string) []string {
 	if name == requestAttemptLower || name == HeaderRequestAttempt {
 		return h[HeaderRequestAttempt] // canonical already; read on every arrival
 	}
+	if name == criticalityField.lower || name == HeaderRequestCriticality {
+		return h[HeaderRequestCriticality]
+	}
 	return textproto.MIMEHeader(h).Values(name)
 }
 

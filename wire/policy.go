@@ -69,6 +69,15 @@ type Policy struct {
 	// (see [Extract]). Zero means [DefaultSkew]; negative is invalid and, if used
 	// anyway, means DefaultSkew.
 	Skew time.Duration
+
+	// Criticality is the class, [CriticalitySheddable], [CriticalityDefault] or
+	// [CriticalityCritical], of a request that carries no valid
+	// [HeaderRequestCriticality] in a trusted source: every request at an edge that
+	// trusts [SourcesNone], and the unclassified ones elsewhere. Zero is the
+	// default class. An adapter's classifier, where one is configured, decides
+	// instead. Other values are invalid ([Policy.Validate]) and, if used anyway,
+	// are clamped to the nearest class.
+	Criticality int8
 }
 
 // Reason says why [Policy.Decide] refused a request. Its String form is the reason label
@@ -132,6 +141,13 @@ type Decision struct {
 	// Skew reports that an absolute value was ignored because the clocks disagree;
 	// count it as a skew event.
 	Skew bool
+	// Criticality is the request's class: the least critical valid value of a
+	// trusted [HeaderRequestCriticality], or the policy's Criticality when there is
+	// none (see CriticalityFromHeader).
+	Criticality int8
+	// CriticalityFromHeader reports that a trusted [HeaderRequestCriticality] set
+	// Criticality, so that an adapter's classifier must not override it.
+	CriticalityFromHeader bool
 }
 
 // Refused reports whether the request must be refused without running its handler.
@@ -218,6 +234,12 @@ func (p *Policy) decide(h Header, now time.Time, queued time.Duration, skewed bo
 		trust = SourcesDefault
 	}
 	x := extract(h, trust, p.Skew, now, queued)
+	d.Criticality = min(max(p.Criticality, CriticalitySheddable), CriticalityCritical)
+	if trust&SourceRequestCriticality != 0 && h != nil {
+		if c, ok := readCriticality(h, &x); ok {
+			d.Criticality, d.CriticalityFromHeader = c, true
+		}
+	}
 	d.Source, d.Malformed, d.MalformedFrom, d.Skew = x.Source, x.Malformed, x.MalformedFrom, x.Skew || skewed
 
 	var left time.Duration // the caller's time left

@@ -28,6 +28,10 @@ const (
 	SourceL5DDeadline
 	// SourceFinagleDeadline is [HeaderFinagleDeadline].
 	SourceFinagleDeadline
+	// SourceRequestCriticality is [HeaderRequestCriticality]. It sets no deadline: a
+	// policy that trusts it takes the request's class from the header, and one that
+	// does not (an edge with [SourcesNone]) applies its own Criticality.
+	SourceRequestCriticality
 )
 
 // Named sets of sources.
@@ -41,10 +45,12 @@ const (
 	// absolute values that depend on clocks agreeing.
 	SourcesDefault = SourcesAll &^ (SourceL5DDeadline | SourceFinagleDeadline)
 
-	// SourcesAll is every inbound source this package reads.
+	// SourcesAll is every inbound source this package reads, [SourceRequestCriticality]
+	// included.
 	SourcesAll = SourceRequestTimeout | SourceGRPCTimeout | SourceConnectTimeout |
 		SourceEnvoyExpectedTimeout | SourceContextTTL | SourceRequestDeadline |
-		SourceXRequestDeadline | SourceL5DDeadline | SourceFinagleDeadline
+		SourceXRequestDeadline | SourceL5DDeadline | SourceFinagleDeadline |
+		SourceRequestCriticality
 
 	// SourcesNone trusts nothing: an edge that ignores whatever clients send and starts
 	// every request fresh from [Policy.Default]. It is a marker distinct from the zero
@@ -69,6 +75,9 @@ func (s Sources) Header() string {
 			return fields[i].name
 		}
 	}
+	if s == SourceRequestCriticality {
+		return HeaderRequestCriticality
+	}
 	return ""
 }
 
@@ -90,6 +99,9 @@ func (s Sources) String() string {
 			}
 			b.WriteString(fields[i].name)
 		}
+	}
+	if s&SourceRequestCriticality != 0 {
+		b.WriteString("|" + HeaderRequestCriticality)
 	}
 	return b.String()
 }

@@ -37,6 +37,9 @@ func (p *Policy) Validate() error {
 			return fmt.Errorf("%w: Policy.%s is negative (%v); zero means %s", ErrInvalidPolicy, f.name, f.v, zeroMeaning(f.name))
 		}
 	}
+	if p.Criticality < CriticalitySheddable || p.Criticality > CriticalityCritical {
+		return fmt.Errorf("%w: Policy.Criticality is %d; the classes are -1 (sheddable), 0 (default) and 1 (critical)", ErrInvalidPolicy, p.Criticality)
+	}
 	if extra := p.Trust &^ (SourcesAll | SourcesNone); extra != 0 {
 		return fmt.Errorf("%w: Policy.Trust has bits %#x that name no source", ErrInvalidPolicy, uint16(extra))
 	}

@@ -1,0 +1,53 @@
+package grpcbudget
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc/metadata"
+
+	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/edge"
+	"github.com/timebudget/budget/wire"
+)
+
+// criticalityKey is [wire.HeaderRequestCriticality] as gRPC metadata spells it.
+const criticalityKey = "request-criticality"
+
+// WithClassifier sets the function that gives a call its criticality when no
+// trusted request-criticality metadata does: at a public edge, whose policy
+// trusts [wire.SourcesNone], it classifies every call (fullMethod is the
+// registered method, never a name the client chose), and behind an edge it
+// classifies the calls that arrive unclassified. Without a classifier such
+// calls get the policy's Criticality, the default class unless configured.
+// f runs on every such call before the handler, so it must be cheap and safe
+// for concurrent use; a nil f removes the classifier.
+//
+// The class is put on the handler's context ([budget.CriticalityFrom]), where
+// [budget.Op] admission ([WithAdmission] included) and [budget.Queue] read
+// it. The client interceptors send a context's class other than the default
+// as request-criticality metadata on every call, whether or not
+// [WithBudgetMetadata] is set: grpc-timeout carries the deadline, but
+// nothing native carries the class.
+func WithClassifier(f func(ctx context.Context, fullMethod string) budget.Criticality) ServerOption {
+	return serverOption(func(c *serverConfig) { c.classify = f })
+}
+
+// request is what the arrival steps need of a call.
+func (s *server) request(ctx context.Context, method string, md metadata.MD, now time.Time) edge.Request {
+	req := edge.Request{Header: wire.Metadata(md), Now: now}
+	if f := s.cfg.classify; f != nil {
+		req.Criticality, req.Classified = f(ctx, method), true
+	}
+	return req
+}
+
+// withCriticality adds the class ctx carries to its outgoing metadata, unless
+// it is the default class.
+func withCriticality(ctx context.Context) context.Context {
+	v, ok := edge.CriticalityValue(ctx)
+	if !ok {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, criticalityKey, v)
+}

@@ -1,0 +1,146 @@
+package wire
+
+import "strings"
+
+// HeaderRequestCriticality carries how much a request matters when capacity runs
+// short, beside its deadline: "critical", "default" or "sheddable", compared without
+// regard to ASCII case. gRPC metadata and AMQP headers use the same name in lower case,
+// "request-criticality". It is read under the same trust rule as the deadline
+// headers ([SourceRequestCriticality]); the budget package's Criticality type holds the
+// class in a process.
+const HeaderRequestCriticality = "Request-Criticality"
+
+// The classes [HeaderRequestCriticality] carries, as small integers that convert to and
+// from the budget package's Criticality without a table: this package imports only the
+// standard library, so it names the classes rather than using that type.
+const (
+	// CriticalitySheddable is "sheddable": refused first under a shortage.
+	CriticalitySheddable int8 = -1
+	// CriticalityDefault is "default", the class of an unclassified request.
+	CriticalityDefault int8 = 0
+	// CriticalityCritical is "critical": refused only when it cannot finish.
+	CriticalityCritical int8 = 1
+)
+
+// criticalityNames spells the classes, indexed by class+1.
+var criticalityNames = [...]string{"sheddable", "default", "critical"}
+
+// criticalityField describes [HeaderRequestCriticality] for errors and lookups. It is not
+// in the fields table, which lists deadline sources only.
+var criticalityField = field{
+	src:       SourceRequestCriticality,
+	name:      HeaderRequestCriticality,
+	lower:     "request-criticality",
+	canonical: "Request-Criticality",
+}
+
+// AppendRequestCriticality appends the [HeaderRequestCriticality] value of class c
+// ("sheddable", "default" or "critical", in lower case) to dst and returns the extended
+// slice. It reports false, appending nothing, when c is not one of the three classes. The
+// adapters send the header only for a class other than the default, since a receiver
+// that finds no header applies its policy's class, the default unless configured. It does
+// not allocate when dst has room for 9 bytes.
+func AppendRequestCriticality(dst []byte, c int8) ([]byte, bool) {
+	if c < CriticalitySheddable || c > CriticalityCritical {
+		return dst, false
+	}
+	return append(dst, criticalityNames[c+1]...), true
+}
+
+// FormatRequestCriticality is like [AppendRequestCriticality] but returns a string. It does
+// not allocate: the three values are constants.
+func FormatRequestCriticality(c int8) (string, bool) {
+	if c < CriticalitySheddable || c > CriticalityCritical {
+		return "", false
+	}
+	return criticalityNames[c+1], true
+}
+
+// ParseRequestCriticality parses a [HeaderRequestCriticality] value: "critical",
+// "default" or "sheddable" in any ASCII case, at most 9 bytes, with no surrounding space.
+// It returns ok false and a nil error when v is empty (the header is absent), the class
+// and ok true when v is valid, and a [*ParseError] matching [ErrMalformed] otherwise
+// (Unicode case folding is not applied, so a Kelvin sign is not a k). It does not
+// allocate unless v is malformed, and is safe for concurrent use.
+func ParseRequestCriticality(v string) (c int8, ok bool, err error) {
+	if v == "" {
+		return CriticalityDefault, false, nil
+	}
+	c, r := parseCriticality(v)
+	if r != reasonNone {
+		return CriticalityDefault, false, newParseError(HeaderRequestCriticality, v, r)
+	}
+	return c, true, nil
+}
+
+func parseCriticality(v string) (int8, reason) {
+	if len(v) > len("sheddable") {
+		return CriticalityDefault, reasonNotCriticality
+	}
+	for i, name := range criticalityNames {
+		if equalFoldLower(v, name) {
+			return int8(i) - 1, reasonNone
+		}
+	}
+	return CriticalityDefault, reasonNotCriticality
+}
+
+// equalFoldLower reports whether s equals lower, a lower-case ASCII word, ignoring the
+// case of ASCII letters only.
+func equalFoldLower(s, lower string) bool {
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if b != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// readCriticality reads [HeaderRequestCriticality] from h into d: every element of
+// every value (up to 16), the least critical valid one winning, as the strictest
+// deadline wins, so that a hop cannot raise a class by appending a value. Malformed
+// elements are counted in x. It reports whether a valid value was found.
+func readCriticality(h Header, x *Extraction) (int8, bool) {
+	var vals []string
+	switch hh := h.(type) {
+	case HTTPHeader:
+		vals = hh[criticalityField.canonical]
+	case Metadata:
+		vals = hh[criticalityField.lower]
+	default:
+		vals = h.Values(criticalityField.lower)
+	}
+	best, found, n := CriticalityCritical, false, 0
+	for _, line := range vals {
+		for rest := line; ; {
+			elem, tail, more := strings.Cut(rest, ",")
+			elem = trimOWS(elem)
+			if n++; n > maxValues {
+				x.malformed(&criticalityField, elem, reasonTooMany)
+				return best, found
+			}
+			if elem != "" {
+				if c, r := parseCriticality(elem); r != reasonNone {
+					x.malformed(&criticalityField, elem, r)
+				} else if !found || c < best {
+					best, found = c, true
+				}
+			}
+			if !more {
+				break
+			}
+			rest = tail
+		}
+	}
+	if !found {
+		return CriticalityDefault, false
+	}
+	return best, true
+}
