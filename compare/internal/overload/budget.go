@@ -1,8 +1,6 @@
 package overload
 
 import (
-	"os"
-	"math/rand/v2"
 	"context"
 	"fmt"
 	"net/http"
@@ -14,44 +12,65 @@ import (
 	"github.com/timebudget/budget/wire"
 )
 
+// budgetLimitPerCPU is the budget variant's one tuned setting: the Op
+// around the middle's calls to the backend has Limit = budgetLimitPerCPU ×
+// the backend's CPUs, so that no more work is in the backend than it can
+// finish well inside a budget (8 requests of 4 ms wait at most 32 ms), and
+// the top quarter of it is held for critical requests.
+const budgetLimitPerCPU = 8
+
 // budgetSetting says how the budget variant is configured.
-var budgetSetting = fmt.Sprintf("httpbudget middleware on every hop (the edge: Default = Max = %v, trusts no client header) and Transport on every client; an Op (defaults) around each call to the next hop; the backend's work goes through a budget.Queue (MinUseful = the work's CPU time, other fields default) served by one worker per backend CPU", defaultBudget)
+func budgetSetting(procs int) string {
+	return fmt.Sprintf("httpbudget middleware on every hop (the edge: Default = Max = %v, trusts no client header, classifies by route) and Transport on every client; "+
+		"an Op around the middle's calls to the backend, defaults but tuned: Limit %d (%d per backend CPU); "+
+		"the backend's work goes through a budget.Queue (MinUseful = the work's CPU time, other fields default) served by one worker per backend CPU",
+		defaultBudget, budgetLimitPerCPU*procs, budgetLimitPerCPU)
+}
 
 const defaultBudget = 300 * time.Millisecond
 
-// withBudget protects the graph with budget: the edge fixes the deadline,
-// every hop reads it and passes the time left on; each call to the next hop
-// is admitted by an Op from measured latency; and the backend queues its
-// work in a deadline-aware Queue, so that work that cannot finish in time is
-// refused on arrival or dropped before it starts, rather than slowing every
-// request down.
+// criticalityOf maps the harness's class names to budget's classes.
+func criticalityOf(class string) budget.Criticality {
+	c, err := budget.ParseCriticality(class)
+	if err != nil {
+		return budget.DefaultCriticality
+	}
+	return c
+}
+
+// withBudget protects the graph with budget: the edge fixes the deadline
+// and the class, every hop reads both and passes them on; the middle's
+// calls to the backend are admitted by an Op from measured latency and
+// in-flight work, lower classes first; and the backend queues its work in a
+// deadline-aware Queue, so that work that cannot finish in time is refused
+// on arrival or dropped before it starts, rather than slowing every request
+// down.
 func withBudget(v *variant, procs int, workTime time.Duration) {
 	edge := &wire.Policy{Default: defaultBudget, Max: defaultBudget, Trust: wire.SourcesNone}
+	classify := httpbudget.WithClassifier(func(r *http.Request) budget.Criticality {
+		return criticalityOf(classOfPath(r.URL.Path))
+	})
 	v.serve = func(hop string, h http.Handler) http.Handler {
 		if hop == "edge" {
-			return httpbudget.NewHandler(h, httpbudget.WithPolicy(edge))
+			return httpbudget.NewHandler(h, httpbudget.WithPolicy(edge), classify)
 		}
 		return httpbudget.NewHandler(h)
 	}
 	v.transport = func(_ string, base http.RoundTripper) http.RoundTripper {
 		return httpbudget.NewTransport(base)
 	}
-	ops := map[string]*budget.Op{"edge": {Name: "middle"}, "middle": {Name: "backend"}}
+	v.classSeen = func(r *http.Request) string { return budget.CriticalityFrom(r.Context()).String() }
+	op := &budget.Op{Name: "backend", Limit: budgetLimitPerCPU * procs}
 	v.call = func(ctx context.Context, hop string, send func(context.Context) (int, error)) (int, error) {
-		status := 0
-		mode := os.Getenv("OVOPS")
-		if mode == "none" || mode == "middle" && hop == "edge" {
-			st, err := send(ctx)
-			if err == nil && st >= 500 {
-				return st, nil
-			}
-			return st, err
+		if hop != "middle" {
+			return send(ctx)
 		}
-		err := ops[hop].Do(ctx, func(ctx context.Context) error {
+		status := 0
+		err := op.Do(ctx, func(ctx context.Context) error {
 			var err error
 			status, err = send(ctx)
 			if err == nil && status >= 500 {
-				err = fmt.Errorf("answered %d", status)
+				err = fmt.Errorf("the backend answered %d", status)
 			}
 			return err
 		})
@@ -60,12 +79,7 @@ func withBudget(v *variant, procs int, workTime time.Duration) {
 		}
 		return 0, err
 	}
-	v.fail = func(w http.ResponseWriter, err error) {
-		if os.Getenv("OVDEBUG") != "" && rand.IntN(50) == 0 {
-			fmt.Fprintln(os.Stderr, "FAIL:", err)
-		}
-		httpbudget.WriteError(w, err)
-	}
+	v.fail = httpbudget.WriteError
 	var workers sync.WaitGroup
 	stop, cancel := context.WithCancel(context.Background())
 	v.backend = func(arrive func(*http.Request) (context.Context, *entry), job func(context.Context, *entry) error) http.Handler {
@@ -85,9 +99,6 @@ func withBudget(v *variant, procs int, workTime time.Duration) {
 			ctx, e := arrive(r)
 			j := &queued{e: e, done: make(chan error, 1)}
 			if err := q.Put(ctx, j); err != nil {
-				if os.Getenv("OVDEBUG") != "" && rand.IntN(50) == 0 {
-					fmt.Fprintln(os.Stderr, "PUT:", err, q.Stats())
-				}
 				httpbudget.WriteError(w, err)
 				return
 			}

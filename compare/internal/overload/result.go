@@ -18,6 +18,10 @@ type Report struct {
 	// Runs has one entry per variant and load, loads in the order run.
 	Runs []Result `json:"runs"`
 
+	// CapacityEndRPS is the capacity measured again at the end of the run
+	// (zero when the capacity was given): how far the machine drifted.
+	CapacityEndRPS float64 `json:"-"`
+
 	// Settings says how each variant was configured, by name.
 	Settings map[string]string `json:"-"`
 	// Work is the CPU time of one request's work; Procs the backend's
@@ -54,13 +58,13 @@ type Result struct {
 	// Sent counts the requests sent in the measured interval; Outcomes how
 	// they ended: in budget, refused (an error answer in budget), timed out,
 	// failed otherwise.
-	Sent     int                  `json:"-"`
-	Outcomes [numOutcomes]int     `json:"-"`
-	ByClass  map[string][2]int    `json:"-"` // class: {sent, in budget}
-	Started  int                  `json:"-"` // requests whose work the backend started
-	Seen     int                  `json:"-"` // requests the backend saw
-	Mismatch int                  `json:"-"` // requests the backend saw with another class than the edge gave
-	Classes  map[string][3]int    `json:"-"` // class the edge gave: backend saw it as {critical, default, sheddable}
+	Sent     int               `json:"-"`
+	Outcomes [numOutcomes]int  `json:"-"`
+	ByClass  map[string][2]int `json:"-"` // class: {sent, in budget}
+	Started  int               `json:"-"` // requests whose work the backend started
+	Seen     int               `json:"-"` // requests the backend saw
+	Mismatch int               `json:"-"` // requests the backend saw with another class than the edge gave
+	Classes  map[string][3]int `json:"-"` // class the edge gave: backend saw it as {critical, default, sheddable}
 }
 
 // Refused is the share of requests answered with a refusal.
@@ -153,8 +157,8 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // variant below it.
 func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "capacity %.0f requests/s (closed loop through the unprotected graph); work %v of CPU a request; backend GOMAXPROCS=%d; budget %v; each run %v after %v of warm-up\n\n",
-		r.CapacityRPS, r.Work, r.Procs, r.Budget, r.Duration, r.Warmup)
+	fmt.Fprintf(&b, "capacity %.0f requests/s (closed loop through the unprotected graph; %.0f measured again at the end); work %v of CPU a request; backend GOMAXPROCS=%d; budget %v; each run %v after %v of warm-up\n\n",
+		r.CapacityRPS, r.CapacityEndRPS, r.Work, r.Procs, r.Budget, r.Duration, r.Warmup)
 	fmt.Fprintf(&b, "%-12s %5s %8s %8s %7s %8s %8s %8s %8s %8s %8s %6s\n",
 		"variant", "load", "goodput", "of cap", "p99 ms", "adm miss", "critical", "default", "shed", "cpu fail", "refused", "sent")
 	for _, x := range r.Runs {

@@ -44,21 +44,27 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	gen := newGenerator(cfg.seed(), cfg.mix(), cfg.budget())
 	defer gen.close()
 
+	measureCapacity := func() (float64, error) {
+		g, err := startGraph(exe, variantNone, spec)
+		if err != nil {
+			return 0, err
+		}
+		defer g.close()
+		c := gen.closed(ctx, g.edgeURL, 4*spec.Procs+4, cfg.capacityDuration()/4, cfg.capacityDuration())
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		if c <= 0 {
+			return 0, fmt.Errorf("overload: the graph answered nothing in %v of closed-loop load", cfg.capacityDuration())
+		}
+		return c, nil
+	}
 	rep.CapacityRPS = cfg.Capacity
 	if rep.CapacityRPS <= 0 {
 		fmt.Fprintf(progress, "measuring capacity for %v\n", cfg.capacityDuration())
-		g, err := startGraph(exe, variantNone, spec)
-		if err != nil {
+		var err error
+		if rep.CapacityRPS, err = measureCapacity(); err != nil {
 			return nil, err
-		}
-		clients := 4*spec.Procs + 4
-		rep.CapacityRPS = gen.closed(ctx, g.edgeURL, clients, cfg.capacityDuration()/4, cfg.capacityDuration())
-		g.close()
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if rep.CapacityRPS <= 0 {
-			return nil, fmt.Errorf("overload: the graph answered nothing in %v of closed-loop load", cfg.capacityDuration())
 		}
 	}
 	stats := &http.Client{Transport: newTransport()}
@@ -81,6 +87,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				return nil, err
 			}
 			rep.Runs = append(rep.Runs, summarize(name, load, rep.CapacityRPS, cfg.duration(), sends, st.Records))
+		}
+	}
+	if cfg.Capacity <= 0 {
+		fmt.Fprintf(progress, "measuring capacity again for %v\n", cfg.capacityDuration())
+		var err error
+		if rep.CapacityEndRPS, err = measureCapacity(); err != nil {
+			return nil, err
 		}
 	}
 	return rep, nil

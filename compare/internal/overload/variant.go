@@ -65,7 +65,7 @@ func Setting(name string, procs int) string {
 	case variantKratos:
 		return fmt.Sprintf("Kratos aegis %s BBR limiter (ratelimit/bbr) on every hop, as Kratos' ratelimit middleware uses it; tuned: WithCPUQuota(%d) (the backend's CPUs; aegis reads the machine's CPU), default threshold 800", aegisVersion, procs)
 	case variantBudget:
-		return budgetSetting
+		return budgetSetting(procs)
 	}
 	return ""
 }
