@@ -32,10 +32,10 @@ const (
 
 // backendSpec is what a backend process needs to know.
 type backendSpec struct {
+	params
 	Variant string `json:"variant"`
 	Rounds  int    `json:"rounds"` // rounds of spin per unit
 	Units   int    `json:"units"`  // units per request
-	Procs   int    `json:"procs"`
 }
 
 // ServeBackendIfChild makes this process a backend when it was started as
@@ -114,7 +114,7 @@ func serveBackend(specJSON string, in io.Reader, out io.Writer) error {
 		return fmt.Errorf("reading the spec in %s: %w", backendEnv, err)
 	}
 	quietFrameworks()
-	v, err := newVariant(spec.Variant, spec.Procs, time.Duration(spec.Units)*unit)
+	v, err := newVariant(spec.Variant, spec.params)
 	if err != nil {
 		return err
 	}

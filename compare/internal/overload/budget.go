@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/httpbudget"
@@ -20,14 +19,12 @@ import (
 const budgetLimitPerCPU = 8
 
 // budgetSetting says how the budget variant is configured.
-func budgetSetting(procs int) string {
+func budgetSetting(p params) string {
 	return fmt.Sprintf("httpbudget middleware on every hop (the edge: Default = Max = %v, trusts no client header, classifies by route) and Transport on every client; "+
 		"an Op around the middle's calls to the backend, defaults but tuned: Limit %d (%d per backend CPU); "+
 		"the backend's work goes through a budget.Queue (MinUseful = the work's CPU time, other fields default) served by one worker per backend CPU",
-		defaultBudget, budgetLimitPerCPU*procs, budgetLimitPerCPU)
+		p.Budget, budgetLimitPerCPU*p.Procs, budgetLimitPerCPU)
 }
-
-const defaultBudget = 300 * time.Millisecond
 
 // criticalityOf maps the harness's class names to budget's classes.
 func criticalityOf(class string) budget.Criticality {
@@ -45,8 +42,9 @@ func criticalityOf(class string) budget.Criticality {
 // deadline-aware Queue, so that work that cannot finish in time is refused
 // on arrival or dropped before it starts, rather than slowing every request
 // down.
-func withBudget(v *variant, procs int, workTime time.Duration) {
-	edge := &wire.Policy{Default: defaultBudget, Max: defaultBudget, Trust: wire.SourcesNone}
+func withBudget(v *variant, p params) {
+	procs := p.Procs
+	edge := &wire.Policy{Default: p.Budget, Max: p.Budget, Trust: wire.SourcesNone}
 	classify := httpbudget.WithClassifier(func(r *http.Request) budget.Criticality {
 		return criticalityOf(classOfPath(r.URL.Path))
 	})
@@ -83,7 +81,7 @@ func withBudget(v *variant, procs int, workTime time.Duration) {
 	var workers sync.WaitGroup
 	stop, cancel := context.WithCancel(context.Background())
 	v.backend = func(arrive func(*http.Request) (context.Context, *entry), job func(context.Context, *entry) error) http.Handler {
-		q := &budget.Queue[*queued]{Name: "cpu", MinUseful: workTime, OnDrop: func(_ context.Context, j *queued, reason error) { j.done <- reason }}
+		q := &budget.Queue[*queued]{Name: "cpu", MinUseful: p.Work, OnDrop: func(_ context.Context, j *queued, reason error) { j.done <- reason }}
 		for range procs {
 			workers.Go(func() {
 				for {

@@ -21,7 +21,8 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	p.X.Label.Text = "offered load (× capacity)"
 	p.Y.Label.Text = "goodput (× capacity)"
 	p.Y.Min = 0
-	p.Legend.Top = false
+	p.Y.Max = 1.6 // room for the legend above the lines
+	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Add(plotter.NewGrid())
 

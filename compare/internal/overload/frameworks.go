@@ -24,11 +24,6 @@ const (
 	aegisVersion    = "v0.2.0"
 )
 
-// callTimeout is the per-call timeout of the careful variant and of
-// failsafe-go's timeout policy: the user's whole budget, which is what a
-// hop that does not know the time left can choose.
-const callTimeout = 300 * time.Millisecond
-
 // failsafeBulkhead is the size of failsafe-go's bulkhead, the size its
 // documentation's example uses.
 const failsafeBulkhead = 10
@@ -50,10 +45,11 @@ func quietFrameworks() {
 }
 
 // withFailsafe puts failsafe-go's bulkhead, circuit breaker and timeout on
-// every hop's client. The bulkhead is outermost, so that a call it refuses
+// every hop's client; the timeout is the whole budget, which is what a hop
+// that does not know the time left can choose. The bulkhead is outermost, so that a call it refuses
 // does not count as a failure of the next hop; the breaker counts errors
 // and 5xx answers, including timeouts.
-func withFailsafe(v *variant) {
+func withFailsafe(v *variant, callTimeout time.Duration) {
 	v.transport = func(_ string, base http.RoundTripper) http.RoundTripper {
 		bh := bulkhead.New[*http.Response](failsafeBulkhead)
 		cb := circuitbreaker.NewBuilder[*http.Response]().

@@ -52,7 +52,7 @@ func newTransport() *http.Transport {
 // startGraph starts the named variant's graph.
 func startGraph(exe, name string, spec backendSpec) (*graph, error) {
 	spec.Variant = name
-	v, err := newVariant(name, spec.Procs, time.Duration(spec.Units)*unit)
+	v, err := newVariant(name, spec.params)
 	if err != nil {
 		return nil, err
 	}

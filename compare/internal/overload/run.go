@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -29,7 +30,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
-	spec := backendSpec{Rounds: calibrate(), Units: cfg.units(), Procs: cfg.procs()}
+	spec := backendSpec{Rounds: calibrate(), Units: cfg.units(),
+		params: params{Procs: cfg.procs(), Work: time.Duration(cfg.units()) * unit, Budget: cfg.budget()}}
 	rep := &Report{
 		Settings: map[string]string{},
 		Work:     time.Duration(spec.Units) * unit,
@@ -39,7 +41,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Warmup:   cfg.warmup(),
 	}
 	for _, v := range cfg.variants() {
-		rep.Settings[v] = Setting(v, spec.Procs)
+		rep.Settings[v] = setting(v, spec.params)
 	}
 	gen := newGenerator(cfg.seed(), cfg.mix(), cfg.budget())
 	defer gen.close()
@@ -69,8 +71,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	stats := &http.Client{Transport: newTransport()}
 	defer stats.CloseIdleConnections()
-	for _, load := range cfg.loads() {
-		for _, name := range cfg.variants() {
+	names := cfg.variants()
+	for li, load := range cfg.loads() {
+		// Each load starts with another variant, so that none always runs
+		// first (or last) while the machine's other work changes; the report
+		// keeps the canonical order.
+		first := len(rep.Runs)
+		for k := range names {
+			name := names[(li+k)%len(names)]
 			rate := load * rep.CapacityRPS
 			fmt.Fprintf(progress, "%s at %.1fx (%.0f requests/s)\n", name, load, rate)
 			g, err := startGraph(exe, name, spec)
@@ -88,6 +96,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			rep.Runs = append(rep.Runs, summarize(name, load, rep.CapacityRPS, cfg.duration(), sends, st.Records))
 		}
+		slices.SortStableFunc(rep.Runs[first:], func(a, b Result) int {
+			return slices.Index(names, a.Variant) - slices.Index(names, b.Variant)
+		})
 	}
 	if cfg.Capacity <= 0 {
 		fmt.Fprintf(progress, "measuring capacity again for %v\n", cfg.capacityDuration())

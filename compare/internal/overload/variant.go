@@ -50,28 +50,35 @@ func Variants() []string {
 	return []string{variantNone, variantTimeouts, variantFailsafe, variantGoZero, variantKratos, variantBudget}
 }
 
-// Setting says how a variant is configured in a run whose backend has procs
-// processors, for the output.
-func Setting(name string, procs int) string {
+// setting says how a variant is configured in a run, for the output.
+func setting(name string, p params) string {
+	procs := p.Procs
 	switch name {
 	case variantNone:
 		return "no protection: each hop calls the next with the request's context"
 	case variantTimeouts:
-		return fmt.Sprintf("careful per-call timeouts: context.WithTimeout(r.Context(), %v) around each call to the next hop", callTimeout)
+		return fmt.Sprintf("careful per-call timeouts: context.WithTimeout(r.Context(), %v) around each call to the next hop (the whole budget: a hop does not know what is left)", p.Budget)
 	case variantFailsafe:
-		return fmt.Sprintf("failsafe-go %s on each hop's client: bulkhead of %d calls, no wait; breaker at 50%% of >=20 calls in 1 s failing (errors and 5xx), 1 s delay, 3 trials; timeout %v", failsafeVersion, failsafeBulkhead, callTimeout)
+		return fmt.Sprintf("failsafe-go %s on each hop's client: bulkhead of %d calls, no wait; breaker at 50%% of >=20 calls in 1 s failing (errors and 5xx), 1 s delay, 3 trials; timeout %v", failsafeVersion, failsafeBulkhead, p.Budget)
 	case variantGoZero:
 		return fmt.Sprintf("go-zero %s adaptive shedder (core/load) on every hop, as rest's SheddingHandler uses it; tuned: CPU threshold %d (go-zero's 900 scaled to the backend's %d of %d CPUs; go-zero reads the machine's CPU)", goZeroVersion, goZeroThreshold(procs), procs, numCPU())
 	case variantKratos:
 		return fmt.Sprintf("Kratos aegis %s BBR limiter (ratelimit/bbr) on every hop, as Kratos' ratelimit middleware uses it; tuned: WithCPUQuota(%d) (the backend's CPUs; aegis reads the machine's CPU), default threshold 800", aegisVersion, procs)
 	case variantBudget:
-		return budgetSetting(procs)
+		return budgetSetting(p)
 	}
 	return ""
 }
 
+// params are what every process of a run knows of its sizing.
+type params struct {
+	Procs  int           `json:"procs"`  // the backend's GOMAXPROCS
+	Work   time.Duration `json:"work"`   // one request's CPU time in the backend
+	Budget time.Duration `json:"budget"` // every request's budget
+}
+
 // newVariant builds the named variant for a process of a run.
-func newVariant(name string, procs int, workTime time.Duration) (*variant, error) {
+func newVariant(name string, p params) (*variant, error) {
 	v := &variant{
 		name:      name,
 		serve:     func(_ string, h http.Handler) http.Handler { return h },
@@ -89,18 +96,18 @@ func newVariant(name string, procs int, workTime time.Duration) (*variant, error
 	case variantNone:
 	case variantTimeouts:
 		v.call = func(ctx context.Context, _ string, send func(context.Context) (int, error)) (int, error) {
-			ctx, cancel := context.WithTimeout(ctx, callTimeout)
+			ctx, cancel := context.WithTimeout(ctx, p.Budget)
 			defer cancel()
 			return send(ctx)
 		}
 	case variantFailsafe:
-		withFailsafe(v)
+		withFailsafe(v, p.Budget)
 	case variantGoZero:
-		withGoZero(v, procs)
+		withGoZero(v, p.Procs)
 	case variantKratos:
-		withKratos(v, procs)
+		withKratos(v, p.Procs)
 	case variantBudget:
-		withBudget(v, procs, workTime)
+		withBudget(v, p)
 	default:
 		return nil, fmt.Errorf("overload: unknown variant %q (known: %v)", name, Variants())
 	}
