@@ -22,6 +22,12 @@ type Report struct {
 	// (zero when the capacity was given): how far the machine drifted.
 	CapacityEndRPS float64 `json:"-"`
 
+	// CapacityCPU is the backend's CPU use, in CPUs, while the capacity was
+	// measured (at the start, and at the end when measured again). On a
+	// quiet machine it is the backend's GOMAXPROCS; less means other work
+	// took the CPU.
+	CapacityCPU []float64 `json:"-"`
+
 	// Settings says how each variant was configured, by name.
 	Settings map[string]string `json:"-"`
 	// Work is the CPU time of one request's work; Procs the backend's
@@ -65,6 +71,9 @@ type Result struct {
 	Seen     int               `json:"-"` // requests the backend saw
 	Mismatch int               `json:"-"` // requests the backend saw with another class than the edge gave
 	Classes  map[string][3]int `json:"-"` // class the edge gave: backend saw it as {critical, default, sheddable}
+	// BackendCPU is the backend's CPU use over the run, warm-up included, in
+	// CPUs.
+	BackendCPU float64 `json:"-"`
 }
 
 // Refused is the share of requests answered with a refusal.
@@ -157,16 +166,16 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // variant below it.
 func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "capacity %.0f requests/s (closed loop through the unprotected graph; %.0f measured again at the end); work %v of CPU a request; backend GOMAXPROCS=%d; budget %v; each run %v after %v of warm-up\n\n",
-		r.CapacityRPS, r.CapacityEndRPS, r.Work, r.Procs, r.Budget, r.Duration, r.Warmup)
-	fmt.Fprintf(&b, "%-12s %5s %8s %8s %7s %8s %8s %8s %8s %8s %8s %6s\n",
-		"variant", "load", "goodput", "of cap", "p99 ms", "adm miss", "critical", "default", "shed", "cpu fail", "refused", "sent")
+	fmt.Fprintf(&b, "capacity %.0f requests/s (closed loop through the unprotected graph; %.0f measured again at the end; the backend used %.2f CPUs meanwhile); work %v of CPU a request; backend GOMAXPROCS=%d; budget %v; each run %v after %v of warm-up\n\n",
+		r.CapacityRPS, r.CapacityEndRPS, r.CapacityCPU, r.Work, r.Procs, r.Budget, r.Duration, r.Warmup)
+	fmt.Fprintf(&b, "%-12s %5s %8s %8s %7s %8s %8s %8s %8s %8s %8s %6s %6s\n",
+		"variant", "load", "goodput", "of cap", "p99 ms", "adm miss", "critical", "default", "shed", "cpu fail", "refused", "sent", "be cpu")
 	for _, x := range r.Runs {
-		fmt.Fprintf(&b, "%-12s %4.1fx %8.1f %8.3f %7.1f %8.3f %8.3f %8.3f %8.3f %8.2f %8.3f %6d\n",
+		fmt.Fprintf(&b, "%-12s %4.1fx %8.1f %8.3f %7.1f %8.3f %8.3f %8.3f %8.3f %8.2f %8.3f %6d %6.2f\n",
 			x.Variant, x.Load, x.GoodputRPS, x.GoodputOfCapacity, x.P99Ms, x.AdmittedMissedDeadline,
-			x.CriticalInBudget, x.DefaultInBudget, x.SheddableInBudget, x.CPUOnFailedS, x.Refused(), x.Sent)
+			x.CriticalInBudget, x.DefaultInBudget, x.SheddableInBudget, x.CPUOnFailedS, x.Refused(), x.Sent, x.BackendCPU)
 	}
-	b.WriteString("\ngoodput: answers in budget a second; of cap: over the capacity; adm miss: share of the requests the backend started not answered in budget;\ncritical/default/shed: share of each class in budget; cpu fail: backend CPU seconds on requests not answered in budget; refused: share answered with an error in budget\n\n")
+	b.WriteString("\ngoodput: answers in budget a second; of cap: over the capacity; adm miss: share of the requests the backend started not answered in budget;\ncritical/default/shed: share of each class in budget; cpu fail: backend CPU seconds on requests not answered in budget; refused: share answered with an error in budget;\nbe cpu: the backend's CPU use over the run (warm-up included), in CPUs: below its GOMAXPROCS at a load over 1x means other work on the machine took the CPU\n\n")
 	for _, x := range uniqueVariants(r.Runs) {
 		fmt.Fprintf(&b, "%s: %s\n", x, r.Settings[x])
 	}

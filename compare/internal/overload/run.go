@@ -46,13 +46,23 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	gen := newGenerator(cfg.seed(), cfg.mix(), cfg.budget())
 	defer gen.close()
 
+	stats := &http.Client{Transport: newTransport()}
+	defer stats.CloseIdleConnections()
 	measureCapacity := func() (float64, error) {
 		g, err := startGraph(exe, variantNone, spec)
 		if err != nil {
 			return 0, err
 		}
 		defer g.close()
+		before, err := g.backend.stats(stats)
+		if err != nil {
+			return 0, err
+		}
+		start := time.Now()
 		c := gen.closed(ctx, g.edgeURL, 4*spec.Procs+4, cfg.capacityDuration()/4, cfg.capacityDuration())
+		if after, err := g.backend.stats(stats); err == nil {
+			rep.CapacityCPU = append(rep.CapacityCPU, (after.CPU-before.CPU)/time.Since(start).Seconds())
+		}
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
@@ -69,8 +79,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
-	stats := &http.Client{Transport: newTransport()}
-	defer stats.CloseIdleConnections()
 	names := cfg.variants()
 	for li, load := range cfg.loads() {
 		// Each load starts with another variant, so that none always runs
@@ -85,8 +93,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if err != nil {
 				return nil, err
 			}
+			before, err := g.backend.stats(stats)
+			if err != nil {
+				g.close()
+				return nil, err
+			}
+			start := time.Now()
 			sends := gen.open(ctx, g.edgeURL, rate, cfg.warmup(), cfg.duration())
 			st, err := g.backend.stats(stats)
+			wall := time.Since(start)
 			g.close()
 			if err != nil {
 				return nil, err
@@ -94,7 +109,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			rep.Runs = append(rep.Runs, summarize(name, load, rep.CapacityRPS, cfg.duration(), sends, st.Records))
+			res := summarize(name, load, rep.CapacityRPS, cfg.duration(), sends, st.Records)
+			res.BackendCPU = (st.CPU - before.CPU) / wall.Seconds()
+			rep.Runs = append(rep.Runs, res)
 		}
 		slices.SortStableFunc(rep.Runs[first:], func(a, b Result) int {
 			return slices.Index(names, a.Variant) - slices.Index(names, b.Variant)
