@@ -20,7 +20,7 @@ const budgetLimitPerCPU = 8
 
 // budgetSetting says how the budget variant is configured.
 func budgetSetting(p params) string {
-	return fmt.Sprintf("httpbudget middleware on every hop (the edge: Default = Max = %v, trusts no client header, classifies by route) and Transport on every client; "+
+	return fmt.Sprintf("httpbudget middleware on every hop (the edge: Default = Max = %v, trusts only the Request-Timeout-Ms its users' client sends, classifies by route) and Transport on every client; "+
 		"an Op around the middle's calls to the backend, defaults but tuned: Limit %d (%d per backend CPU); "+
 		"the backend's work goes through a budget.Queue (MinUseful = the work's CPU time, other fields default) served by one worker per backend CPU",
 		p.Budget, budgetLimitPerCPU*p.Procs, budgetLimitPerCPU)
@@ -44,7 +44,11 @@ func criticalityOf(class string) budget.Criticality {
 // down.
 func withBudget(v *variant, p params) {
 	procs := p.Procs
-	edge := &wire.Policy{Default: p.Budget, Max: p.Budget, Trust: wire.SourcesNone}
+	// The edge trusts only the time left its user says it will wait
+	// (Request-Timeout-Ms, which the load generator sends as the user's
+	// own client would), never more than the budget; with nothing sent, the
+	// request gets the whole budget.
+	edge := &wire.Policy{Default: p.Budget, Max: p.Budget, Trust: wire.SourceRequestTimeout}
 	classify := httpbudget.WithClassifier(func(r *http.Request) budget.Criticality {
 		return criticalityOf(classOfPath(r.URL.Path))
 	})

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/timebudget/budget/wire"
 )
 
 // outcome is how one request ended, as its user saw it.
@@ -103,6 +105,11 @@ func (g *generator) send(ctx context.Context, url string, s sent, at time.Time, 
 		return failed, 0
 	}
 	req.Header.Set(idHeader, strconv.FormatInt(s.id, 10))
+	// The user's client says how long its user still waits, as a client of
+	// a budget-aware service would; only the budget variant's edge reads it.
+	if left := time.Until(at.Add(budget)).Milliseconds(); left > 0 {
+		req.Header.Set(wire.HeaderRequestTimeout, strconv.FormatInt(left, 10))
+	}
 	resp, err := g.client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
