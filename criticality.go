@@ -204,11 +204,15 @@ func (o *Op) take(c Criticality) bool {
 	return true
 }
 
+// errLoadShed is the Err of an [*Error] refusing an attempt for its class
+// under load, so that its text says so rather than "refused on arrival".
+var errLoadShed = errors.New("shed under load for its criticality")
+
 // shed records an attempt refused for its class under load and returns the
 // error that says so: an [*Error] with [OutcomeShed], matching
 // [ErrInsufficient].
 func (o *Op) shed(ctx context.Context, r reading, n int, dec Admission) error {
-	err := &Error{Stage: o.Name, Outcome: OutcomeShed, Remaining: r.available, Needed: dec.Needed, Budget: r.st.budget()}
+	err := &Error{Stage: o.Name, Outcome: OutcomeShed, Remaining: r.available, Needed: dec.Needed, Budget: r.st.budget(), Err: errLoadShed}
 	emit(ctx, r.st, o.Observer, Event{Kind: EventRefuse, Stage: o.Name, At: r.now, Remaining: r.remaining,
 		Needed: dec.Needed, Outcome: OutcomeShed, Attempt: n, Err: err})
 	return err

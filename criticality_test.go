@@ -220,7 +220,8 @@ func TestOpDoShedsByContextClass(t *testing.T) {
 		for _, c := range []budget.Criticality{budget.Sheddable, budget.DefaultCriticality} {
 			err := op.Do(budget.WithCriticality(ctx, c), func(context.Context) error { ran = true; return nil })
 			var be *budget.Error
-			if !errors.As(err, &be) || be.Outcome != budget.OutcomeShed || !errors.Is(err, budget.ErrInsufficient) {
+			if !errors.As(err, &be) || be.Outcome != budget.OutcomeShed || !errors.Is(err, budget.ErrInsufficient) ||
+				err.Error() != "budget: dep not started: shed under load for its criticality" {
 				t.Errorf("%v with 3 of 4 in flight: %v, want shed", c, err)
 			}
 		}

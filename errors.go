@@ -71,6 +71,10 @@ func (e *Error) Error() string {
 	case OutcomeInsufficient:
 		b.WriteString(" not started: too little time left")
 	case OutcomeShed:
+		if e.Err == errLoadShed {
+			b.WriteString(" not started: shed under load for its criticality")
+			return b.String()
+		}
 		b.WriteString(" refused on arrival: too little time left")
 	case OutcomeRetrySuppressed:
 		b.WriteString(" not retried: retry quota spent")

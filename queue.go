@@ -44,6 +44,20 @@ var (
 // must: that context is the item's budget, and Get hands it back for the
 // item's work.
 //
+// Each item has the class its context carries ([CriticalityFrom]), and under
+// load the lower classes go first. While the queue is standing, Get serves
+// the newest item of the most critical class present, so sheddable items
+// wait behind default ones and default ones behind critical ones, and it is
+// their sojourn bound that runs out first. A full queue takes an item by
+// displacing the oldest item of the least critical class below the new
+// item's own (dropped with [ErrQueueFull] as its reason and counted in
+// QueueStats.Displaced), so a critical item is refused as full only when
+// the queue holds nothing but critical items, and a sheddable one whenever
+// it is full. Put expects the wait of the item's own class (a moving
+// average per class), so critical items are not refused for the waits of
+// sheddable ones. In normal operation (not standing) the queue stays FIFO
+// across classes.
+//
 // The zero value is ready to use with the defaults. Set the fields before
 // first use. A Queue must not be copied after first use. It is safe for
 // concurrent use: one mutex guards it, Put and Get allocate nothing when Get
@@ -77,10 +91,11 @@ type Queue[T any] struct {
 	OnDrop func(ctx context.Context, item T, reason error)
 
 	mu        sync.Mutex
-	items     ring[queued[T]]
+	items     [3]ring[queued[T]] // one per class, indexed by class+1; each allocated at its first item
+	n         int                // items held, in every class
 	waiters   []chan struct{}
-	lastEmpty time.Time     // when the queue was last seen empty
-	wait      time.Duration // moving average of the wait of items handed out
+	lastEmpty time.Time        // when the queue was last seen empty
+	wait      [3]time.Duration // moving average of the wait of items handed out, per class
 	stats     QueueStats
 }
 
@@ -101,7 +116,8 @@ type QueueStats struct {
 	Full         int64         // items Put refused because the queue was full
 	Expired      int64         // items dropped because their budget ended or ran too low
 	Shed         int64         // items dropped for waiting past their sojourn bound
-	ExpectedWait time.Duration // the wait Put currently expects
+	Displaced    int64         // items dropped from a full queue to make room for a more critical one
+	ExpectedWait time.Duration // the wait Put currently expects for an item of the default class
 	Standing     bool          // whether the queue counts as standing now
 }
 
@@ -123,26 +139,28 @@ func (q *Queue[T]) Put(ctx context.Context, item T) error {
 	if ctx.Err() != nil {
 		return ended(ctx, r, nil, q.name(), 0)
 	}
-	now, available := r.now, r.available
+	now, available, class := r.now, r.available, CriticalityFrom(ctx)
 	q.mu.Lock()
-	q.init()
-	for q.items.full() {
-		// Full: make room if the oldest item cannot be served anyway.
-		e := q.items.front()
-		reason := q.dropReason(e, now)
-		if reason == nil {
-			q.stats.Full++
-			q.mu.Unlock()
-			return q.refused(ctx, r, OutcomeShed, 0, ErrQueueFull)
+	for q.n >= q.capacity() {
+		// Full: make room if an item cannot be served anyway, or by
+		// displacing a less critical one.
+		i, reason := q.unservable(now)
+		if i < 0 {
+			if i = q.leastBelow(class); i < 0 {
+				q.stats.Full++
+				q.mu.Unlock()
+				return q.refused(ctx, r, OutcomeShed, 0, ErrQueueFull)
+			}
+			reason = ErrQueueFull
 		}
-		q.items.popFront()
+		e := q.pop(i, false, now)
 		q.count(reason)
 		q.mu.Unlock()
 		q.drop(e, now, reason)
 		q.mu.Lock()
 	}
-	expected := q.wait
-	if q.items.n == 0 && len(q.waiters) > 0 {
+	expected := q.wait[class+1]
+	if q.n == 0 && len(q.waiters) > 0 {
 		expected = 0
 	}
 	if available != noDeadline && available-expected <= q.MinUseful {
@@ -157,10 +175,7 @@ func (q *Queue[T]) Put(ctx context.Context, item T) error {
 			bound = q.target()
 		}
 	}
-	if q.items.n == 0 {
-		q.lastEmpty = now
-	}
-	q.items.pushBack(queued[T]{ctx: ctx, item: item, at: now, remaining: r.remaining, bound: bound})
+	q.push(class, queued[T]{ctx: ctx, item: item, at: now, remaining: r.remaining, bound: bound}, now)
 	q.stats.Put++
 	if len(q.waiters) > 0 {
 		w := q.waiters[0]
@@ -188,8 +203,8 @@ func (q *Queue[T]) refused(ctx context.Context, r reading, why Outcome, needed t
 // the reason as its Outcome in their ledger, and passed to OnDrop. The wait
 // of the item handed out is recorded as an [EventQueue] with [OutcomeOK].
 //
-// While the queue is standing, Get takes the newest item; otherwise the
-// oldest.
+// While the queue is standing, Get takes the newest item of the most critical
+// class present; otherwise the oldest item.
 func (q *Queue[T]) Get(ctx context.Context) (T, context.Context, error) {
 	var zero T
 	if q == nil {
@@ -200,21 +215,18 @@ func (q *Queue[T]) Get(ctx context.Context) (T, context.Context, error) {
 			return zero, nil, err
 		}
 		q.mu.Lock()
-		q.init()
 		now := time.Now()
-		if q.items.n > 0 {
-			// Always look at the oldest item first, so that stale items do
-			// not linger at the back while the newest are served.
-			var e queued[T]
-			reason := q.dropReason(q.items.front(), now)
-			if reason == nil && q.standing(now) {
-				e = q.items.popBack()
-				reason = q.dropReason(e, now)
-			} else {
-				e = q.items.popFront()
+		if q.n > 0 {
+			// Look at the oldest item of each class first, so that stale
+			// items do not linger at the back while the newest are served.
+			i, reason := q.unservable(now)
+			newest := false
+			if i < 0 {
+				i, newest = q.next(now)
 			}
-			if q.items.n == 0 {
-				q.lastEmpty = now
+			e := q.pop(i, newest, now)
+			if reason == nil {
+				reason = q.dropReason(e, now)
 			}
 			if reason != nil {
 				q.count(reason)
@@ -223,7 +235,7 @@ func (q *Queue[T]) Get(ctx context.Context) (T, context.Context, error) {
 				continue
 			}
 			wait := now.Sub(e.at)
-			q.wait += (wait - q.wait) / 8
+			q.wait[i] += (wait - q.wait[i]) / 8
 			q.stats.Served++
 			q.mu.Unlock()
 			emit(e.ctx, stateOf(e.ctx), nil, Event{Kind: EventQueue, Stage: q.name(), At: e.at, Duration: wait,
@@ -237,7 +249,7 @@ func (q *Queue[T]) Get(ctx context.Context) (T, context.Context, error) {
 		case <-w:
 		case <-ctx.Done():
 			q.mu.Lock()
-			if !q.removeWaiter(w) && len(q.waiters) > 0 && q.items.n > 0 {
+			if !q.removeWaiter(w) && len(q.waiters) > 0 && q.n > 0 {
 				// Signaled as it gave up: pass the item on to the next waiter.
 				next := q.waiters[0]
 				q.waiters = q.waiters[1:]
@@ -266,9 +278,12 @@ func (q *Queue[T]) dropReason(e queued[T], now time.Time) error {
 }
 
 func (q *Queue[T]) count(reason error) {
-	if errors.Is(reason, ErrQueueSojourn) {
+	switch {
+	case errors.Is(reason, ErrQueueSojourn):
 		q.stats.Shed++
-	} else {
+	case errors.Is(reason, ErrQueueFull):
+		q.stats.Displaced++
+	default:
 		q.stats.Expired++
 	}
 }
@@ -285,7 +300,7 @@ func (q *Queue[T]) drop(e queued[T], now time.Time, reason error) {
 // canceled by its caller, too little time left, or expired.
 func dropOutcome(reason error) Outcome {
 	switch {
-	case errors.Is(reason, ErrQueueSojourn):
+	case errors.Is(reason, ErrQueueSojourn), errors.Is(reason, ErrQueueFull):
 		return OutcomeShed
 	case errors.Is(reason, context.Canceled):
 		return OutcomeCanceled
@@ -303,23 +318,92 @@ func (q *Queue[T]) Stats() QueueStats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	s := q.stats
-	s.Len, s.ExpectedWait, s.Standing = q.items.n, q.wait, q.standing(time.Now())
+	s.Len, s.ExpectedWait, s.Standing = q.n, q.wait[DefaultCriticality+1], q.standing(time.Now())
 	return s
 }
 
-func (q *Queue[T]) init() {
-	if q.items.buf == nil {
-		c := q.Capacity
-		if c <= 0 {
-			c = defaultQueueCapacity
-		}
-		q.items.buf = make([]queued[T], c)
+func (q *Queue[T]) capacity() int {
+	if q.Capacity > 0 {
+		return q.Capacity
 	}
+	return defaultQueueCapacity
+}
+
+// push adds e at the back of its class's ring, allocating the ring at its
+// class's first item.
+func (q *Queue[T]) push(c Criticality, e queued[T], now time.Time) {
+	r := &q.items[c+1]
+	if r.buf == nil {
+		r.buf = make([]queued[T], q.capacity())
+	}
+	if q.n == 0 {
+		q.lastEmpty = now
+	}
+	r.pushBack(e)
+	q.n++
+}
+
+// pop takes the oldest (or, with newest, the newest) item of class ring i.
+func (q *Queue[T]) pop(i int, newest bool, now time.Time) queued[T] {
+	var e queued[T]
+	if newest {
+		e = q.items[i].popBack()
+	} else {
+		e = q.items[i].popFront()
+	}
+	if q.n--; q.n == 0 {
+		q.lastEmpty = now
+	}
+	return e
+}
+
+// unservable returns the class ring whose oldest item must not be handed
+// out at now, and why; -1 when every class's oldest item may be.
+func (q *Queue[T]) unservable(now time.Time) (int, error) {
+	for i := range q.items {
+		if q.items[i].n > 0 {
+			if reason := q.dropReason(q.items[i].front(), now); reason != nil {
+				return i, reason
+			}
+		}
+	}
+	return -1, nil
+}
+
+// next returns the class ring Get takes from, and whether from its back: the
+// most critical class's newest item while the queue is standing, and the
+// oldest item of all otherwise.
+func (q *Queue[T]) next(now time.Time) (int, bool) {
+	if q.standing(now) {
+		for i := len(q.items) - 1; i >= 0; i-- {
+			if q.items[i].n > 0 {
+				return i, true
+			}
+		}
+	}
+	best := -1
+	for i := range q.items {
+		if q.items[i].n > 0 && (best < 0 || q.items[i].front().at.Before(q.items[best].front().at)) {
+			best = i
+		}
+	}
+	return best, false
+}
+
+// leastBelow returns the ring of the least critical class present that is
+// less critical than c, or -1.
+func (q *Queue[T]) leastBelow(c Criticality) int {
+	for i := 0; i < int(c+1); i++ {
+		if q.items[i].n > 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 // standing reports whether the queue has not been empty for Interval.
 func (q *Queue[T]) standing(now time.Time) bool {
-	return q.Target >= 0 && q.items.n > 0 && now.Sub(q.lastEmpty) > q.interval()
+	return q.Target >= 0 && q.n > 0 && now.Sub(q.lastEmpty) > q.interval()
 }
 
 func (q *Queue[T]) removeWaiter(w chan struct{}) bool {

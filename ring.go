@@ -8,8 +8,6 @@ type ring[T any] struct {
 	head, n int
 }
 
-func (r *ring[T]) full() bool { return r.n == len(r.buf) }
-
 func (r *ring[T]) front() T { return r.buf[r.head] }
 
 func (r *ring[T]) pushBack(v T) {

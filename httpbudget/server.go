@@ -101,7 +101,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if ctx != r.Context() {
 			r = r.WithContext(ctx) // no deadline, but a class
 		}
-		h.next.ServeHTTP(w, r)
+		h.serve(r.Context(), w, r)
 		return
 	}
 	defer cancel()
@@ -109,7 +109,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.serverTiming {
 		aw.ledger = budget.LedgerFrom(ctx)
 	}
-	h.next.ServeHTTP(aw, r.WithContext(ctx))
+	h.serve(ctx, aw, r)
 	h.finish(ctx, aw, r)
 }
 

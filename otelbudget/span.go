@@ -26,6 +26,10 @@ const (
 	// refused requests without reading events.
 	AttrRefusalStage  = attribute.Key("budget.refusal.stage")
 	AttrRefusalReason = attribute.Key("budget.refusal.reason")
+	// AttrCriticality is the request's class, "critical", "default" or
+	// "sheddable" ([budget.CriticalityFrom]), set on the span when the
+	// request's budget starts.
+	AttrCriticality = attribute.Key("budget.criticality")
 )
 
 // Keys of the attributes of span events only.
@@ -75,7 +79,8 @@ func annotate(ctx context.Context, ev budget.Event) {
 		span.SetAttributes(AttrRefusalStage.String(ev.Stage), AttrRefusalReason.String(reason))
 	}
 	if ev.Kind == budget.EventArrival {
-		span.SetAttributes(AttrRemainingMS.Float64(ms(ev.Remaining)), AttrStage.String(ev.Stage))
+		span.SetAttributes(AttrRemainingMS.Float64(ms(ev.Remaining)), AttrStage.String(ev.Stage),
+			AttrCriticality.String(budget.CriticalityFrom(ctx).String()))
 	}
 	at := ev.At
 	if at.IsZero() {

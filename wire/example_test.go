@@ -113,3 +113,23 @@ func ExampleSwitch() {
 	// enforcing: wire: request shed on arrival: too little time left
 	// off: <nil> false
 }
+
+func ExampleParseRequestCriticality() {
+	h := http.Header{}
+	h.Set(wire.HeaderRequestCriticality, "Sheddable")
+	c, ok, err := wire.ParseRequestCriticality(h.Get(wire.HeaderRequestCriticality))
+	fmt.Println(c, ok, err)
+	v, _ := wire.FormatRequestCriticality(wire.CriticalityCritical)
+	fmt.Println(v)
+	// An edge does not trust it; a service behind one does.
+	edge := &wire.Policy{Trust: wire.SourcesNone}
+	d, _ := edge.Decide(wire.HTTPHeader(h), time.Now())
+	fmt.Println(d.Criticality, d.CriticalityFromHeader)
+	d, _ = (&wire.Policy{}).Decide(wire.HTTPHeader(h), time.Now())
+	fmt.Println(d.Criticality, d.CriticalityFromHeader)
+	// Output:
+	// -1 true <nil>
+	// critical
+	// 0 false
+	// -1 true
+}
