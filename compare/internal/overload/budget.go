@@ -13,15 +13,17 @@ import (
 
 // budgetLimitPerCPU is the budget variant's one tuned setting: the Op
 // around the middle's calls to the backend has Limit = budgetLimitPerCPU ×
-// the backend's CPUs, so that no more work is in the backend than it can
-// finish well inside a budget (8 requests of 4 ms wait at most 32 ms), and
-// the top quarter of it is held for critical requests.
-const budgetLimitPerCPU = 8
+// the backend's CPUs, as Op.Limit's documentation suggests for a CPU-bound
+// dependency ("four times the cores"): enough to keep the backend busy while
+// requests are on their way to it, little enough that what is admitted
+// finishes well inside a budget, with the top quarter held for critical
+// requests.
+const budgetLimitPerCPU = 4
 
 // budgetSetting says how the budget variant is configured.
 func budgetSetting(p params) string {
 	return fmt.Sprintf("httpbudget middleware on every hop (the edge: Default = Max = %v, trusts only the Request-Timeout-Ms its users' client sends, classifies by route) and Transport on every client; "+
-		"an Op around the middle's calls to the backend, defaults but tuned: Limit %d (%d per backend CPU); "+
+		"an Op around the middle's calls to the backend, defaults but tuned: Limit %d (%d per backend CPU, as Op.Limit's doc suggests); "+
 		"the backend's work goes through a budget.Queue (MinUseful = the work's CPU time, other fields default) served by one worker per backend CPU",
 		p.Budget, budgetLimitPerCPU*p.Procs, budgetLimitPerCPU)
 }

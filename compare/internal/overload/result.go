@@ -168,6 +168,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "capacity %.0f requests/s (closed loop through the unprotected graph; %.0f measured again at the end; the backend used %.2f CPUs meanwhile); work %v of CPU a request; backend GOMAXPROCS=%d; budget %v; each run %v after %v of warm-up\n\n",
 		r.CapacityRPS, r.CapacityEndRPS, r.CapacityCPU, r.Work, r.Procs, r.Budget, r.Duration, r.Warmup)
+	if len(r.CapacityCPU) > 0 && slices.Min(r.CapacityCPU) < 0.8*float64(r.Procs) {
+		fmt.Fprintf(&b, "warning: the backend used %.2f of its %d CPUs while the capacity was measured: other work shares this machine, so loads are not the multiples of capacity they say; compare variants within this run, beside their backend CPU\n\n",
+			slices.Min(r.CapacityCPU), r.Procs)
+	}
 	fmt.Fprintf(&b, "%-12s %5s %8s %8s %7s %8s %8s %8s %8s %8s %8s %6s %6s\n",
 		"variant", "load", "goodput", "of cap", "p99 ms", "adm miss", "critical", "default", "shed", "cpu fail", "refused", "sent", "be cpu")
 	for _, x := range r.Runs {
