@@ -76,6 +76,11 @@ type Request struct {
 // [budget.OutcomeShed]), skewed values as [budget.EventSkew] and malformed
 // ones, refused or ignored, as [budget.EventMalformed].
 //
+// The handler's context carries the request's class ([budget.CriticalityFrom]):
+// a trusted Request-Criticality header's, else req.Criticality when
+// req.Classified, else the policy's Criticality. It rides in the budget's own
+// context, so it costs no allocation when a budget starts.
+//
 // A nil p is enforcement off: nothing is read, nothing refused, and ctx is
 // returned unchanged. The budget's deadline is the policy's (the caller's
 // less Reserve) or, when earlier, the caller's less the margin; it never

@@ -40,6 +40,17 @@
 // so that an operator can loosen it or turn it off without a restart; it refuses an
 // invalid policy and keeps the one it had.
 //
+// # Criticality
+//
+// Beside the deadline a request may carry its class, [HeaderRequestCriticality]:
+// "critical", "default" or "sheddable", so that under a shortage the requests that matter
+// are the ones still answered. It follows the deadline's trust rule: [Policy.Decide] reads
+// it only when the policy trusts [SourceRequestCriticality] (the zero policy does; an edge
+// trusting [SourcesNone] does not), takes the least critical of several values, counts a
+// malformed one (or refuses it under Strict), and otherwise gives the request the
+// policy's Criticality. [Decision.Criticality] is the result, as a small integer that
+// converts to the budget package's Criticality.
+//
 // # Clocks
 //
 // Relative values (milliseconds left) need no shared clock; absolute values (a wall-clock
