@@ -12,7 +12,8 @@ import (
 
 // Run measures the capacity of the graph, then every variant at every load,
 // and reports what it measured. It takes about len(Loads) × len(Variants) ×
-// (Warmup + Duration + 0.5 s), plus the capacity measurement. It stops early,
+// (Warmup + Duration + 0.5 s), plus the capacity, measured at the start and
+// again at the end (2 × CapacityDuration × 1.25). It stops early,
 // with ctx's error, when ctx ends.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.validate(); err != nil {
