@@ -58,7 +58,8 @@ type Result struct {
 	DefaultInBudget   float64 `json:"default_in_budget"`
 	SheddableInBudget float64 `json:"sheddable_in_budget"`
 	// CPUOnFailedS is the backend CPU time, in seconds, spent on the work of
-	// requests not answered within budget.
+	// requests not answered within budget: the backend process's CPU time
+	// over the run apportioned by units of work.
 	CPUOnFailedS float64 `json:"cpu_on_failed_s"`
 
 	// Sent counts the requests sent in the measured interval; Outcomes how
@@ -81,10 +82,18 @@ func (r Result) Refused() float64 { return share(r.Outcomes[refused], r.Sent) }
 
 // summarize computes a variant's result at a load from what the load
 // generator and the backend recorded.
-func summarize(name string, load, capacity float64, measure time.Duration, sends []sent, recs []record) Result {
+//
+// The CPU spent on failed requests is the backend's CPU time over the run
+// (cpu seconds, warm-up included) apportioned by units of work: failed
+// requests' units over all units run. That counts the backend's own
+// overhead (HTTP, queueing) in proportion to work, and it never exceeds
+// what the process used.
+func summarize(name string, load, capacity float64, measure time.Duration, sends []sent, recs []record, cpu float64) Result {
 	byID := make(map[int64]record, len(recs))
+	var allUnits int64
 	for _, r := range recs {
 		byID[r.ID] = r
+		allUnits += r.Units
 	}
 	res := Result{Variant: name, Load: load, ByClass: map[string][2]int{}, Classes: map[string][3]int{}}
 	var lat []time.Duration
@@ -141,7 +150,9 @@ func summarize(name string, load, capacity float64, measure time.Duration, sends
 	res.CriticalInBudget = share(res.ByClass[classCritical][1], res.ByClass[classCritical][0])
 	res.DefaultInBudget = share(res.ByClass[classDefault][1], res.ByClass[classDefault][0])
 	res.SheddableInBudget = share(res.ByClass[classSheddable][1], res.ByClass[classSheddable][0])
-	res.CPUOnFailedS = float64(failedUnits) * unit.Seconds()
+	if allUnits > 0 {
+		res.CPUOnFailedS = cpu * float64(failedUnits) / float64(allUnits)
+	}
 	return res
 }
 

@@ -110,7 +110,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			res := summarize(name, load, rep.CapacityRPS, cfg.duration(), sends, st.Records)
+			res := summarize(name, load, rep.CapacityRPS, cfg.duration(), sends, st.Records, st.CPU-before.CPU)
 			res.BackendCPU = (st.CPU - before.CPU) / wall.Seconds()
 			rep.Runs = append(rep.Runs, res)
 		}

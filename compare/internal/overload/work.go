@@ -24,12 +24,15 @@ func spin(rounds int) {
 }
 
 // calibrate returns how many rounds of spin take one unit of CPU. It times
-// several short trials and keeps the fastest, the one least disturbed by
-// other work on the machine.
+// several trials of about 2 ms and keeps the fastest, the one least
+// disturbed by other work on the machine. The unit is therefore nominal:
+// the CPU figures of a run apportion the backend's measured CPU time by
+// units instead (see summarize).
 func calibrate() int {
-	const trial = 2000
+	const trial = 10000 // about 2 ms
+	spin(4 * trial)     // let the CPU reach its working clock first
 	best := time.Duration(1<<63 - 1)
-	for range 20 {
+	for range 30 {
 		start := time.Now()
 		spin(trial)
 		if d := time.Since(start); d < best {
