@@ -1,0 +1,90 @@
+// Command overload runs the overload head to head: the same service graph,
+// with its bottleneck in a CPU-bound backend process, protected in turn by
+// nothing, careful per-call timeouts, failsafe-go, go-zero's adaptive
+// shedder, Kratos' BBR limiter and budget, under open-loop load at multiples
+// of the capacity it measures first. See package
+// github.com/timebudget/budget/compare/internal/overload.
+//
+// From the repository root:
+//
+//	go run ./compare/cmd/overload [-json FILE] [-svg FILE] [-duration 4s] [-warmup 2s] ...
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/timebudget/budget/compare/internal/overload"
+)
+
+func main() {
+	overload.ServeBackendIfChild()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "overload:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var cfg overload.Config
+	jsonOut := flag.String("json", "", "also write the report as JSON to `file`")
+	svgOut := flag.String("svg", "", "also draw goodput against offered load as an SVG chart to `file`")
+	flag.DurationVar(&cfg.Duration, "duration", 4*time.Second, "how long each variant is measured at each load")
+	flag.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "how long each variant runs at a load before it is measured")
+	flag.DurationVar(&cfg.CapacityDuration, "capacity-duration", 4*time.Second, "how long the capacity is measured")
+	flag.Float64Var(&cfg.Capacity, "capacity", 0, "use this capacity (requests/s) instead of measuring it")
+	flag.DurationVar(&cfg.Work, "work", 4*time.Millisecond, "CPU time of one request's work in the backend")
+	flag.IntVar(&cfg.BackendProcs, "backend-procs", 1, "GOMAXPROCS of the backend process")
+	flag.DurationVar(&cfg.Budget, "budget", 300*time.Millisecond, "every request's budget")
+	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the arrivals and classes")
+	loads := flag.String("loads", "0.8,1.5,3", "offered loads, as multiples of the capacity, comma-separated")
+	variants := flag.String("variants", strings.Join(overload.Variants(), ","), "variants to run, comma-separated")
+	flag.Parse()
+	for _, s := range strings.Split(*loads, ",") {
+		var l float64
+		if _, err := fmt.Sscan(strings.TrimSpace(s), &l); err != nil {
+			return fmt.Errorf("-loads: %q is not a number", s)
+		}
+		cfg.Loads = append(cfg.Loads, l)
+	}
+	for _, v := range strings.Split(*variants, ",") {
+		cfg.Variants = append(cfg.Variants, strings.TrimSpace(v))
+	}
+	cfg.Progress = os.Stderr
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	rep, err := overload.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteTable(os.Stdout); err != nil {
+		return err
+	}
+	if *jsonOut != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if *svgOut != "" {
+		f, err := os.Create(*svgOut)
+		if err != nil {
+			return err
+		}
+		if err := rep.WriteSVG(f); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package overload
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/httpbudget"
+	"github.com/timebudget/budget/wire"
+)
+
+// budgetLimitPerCPU is the budget variant's one tuned setting: the Op
+// around the middle's calls to the backend has Limit = budgetLimitPerCPU ×
+// the backend's CPUs, as Op.Limit's documentation suggests for a CPU-bound
+// dependency ("four times the cores"): enough to keep the backend busy while
+// requests are on their way to it, little enough that what is admitted
+// finishes well inside a budget, with the top quarter held for critical
+// requests.
+const budgetLimitPerCPU = 4
+
+// budgetSetting says how the budget variant is configured.
+func budgetSetting(p params) string {
+	return fmt.Sprintf("httpbudget middleware on every hop (the edge: Default = Max = %v, trusts only the Request-Timeout-Ms its users' client sends, classifies by route) and Transport on every client; "+
+		"an Op around the middle's calls to the backend, defaults but tuned: Limit %d (%d per backend CPU, as Op.Limit's doc suggests); "+
+		"the backend's work goes through a budget.Queue (MinUseful = the work's CPU time, other fields default) served by one worker per backend CPU",
+		p.Budget, budgetLimitPerCPU*p.Procs, budgetLimitPerCPU)
+}
+
+// criticalityOf maps the harness's class names to budget's classes.
+func criticalityOf(class string) budget.Criticality {
+	c, err := budget.ParseCriticality(class)
+	if err != nil {
+		return budget.DefaultCriticality
+	}
+	return c
+}
+
+// withBudget protects the graph with budget: the edge fixes the deadline
+// and the class, every hop reads both and passes them on; the middle's
+// calls to the backend are admitted by an Op from measured latency and
+// in-flight work, lower classes first; and the backend queues its work in a
+// deadline-aware Queue, so that work that cannot finish in time is refused
+// on arrival or dropped before it starts, rather than slowing every request
+// down.
+func withBudget(v *variant, p params) {
+	procs := p.Procs
+	// The edge trusts only the time left its user says it will wait
+	// (Request-Timeout-Ms, which the load generator sends as the user's
+	// own client would), never more than the budget; with nothing sent, the
+	// request gets the whole budget.
+	edge := &wire.Policy{Default: p.Budget, Max: p.Budget, Trust: wire.SourceRequestTimeout}
+	classify := httpbudget.WithClassifier(func(r *http.Request) budget.Criticality {
+		return criticalityOf(classOfPath(r.URL.Path))
+	})
+	v.serve = func(hop string, h http.Handler) http.Handler {
+		if hop == "edge" {
+			return httpbudget.NewHandler(h, httpbudget.WithPolicy(edge), classify)
+		}
+		return httpbudget.NewHandler(h)
+	}
+	v.transport = func(_ string, base http.RoundTripper) http.RoundTripper {
+		return httpbudget.NewTransport(base)
+	}
+	v.classSeen = func(r *http.Request) string { return budget.CriticalityFrom(r.Context()).String() }
+	op := &budget.Op{Name: "backend", Limit: budgetLimitPerCPU * procs}
+	v.call = func(ctx context.Context, hop string, send func(context.Context) (int, error)) (int, error) {
+		if hop != "middle" {
+			return send(ctx)
+		}
+		status := 0
+		err := op.Do(ctx, func(ctx context.Context) error {
+			var err error
+			status, err = send(ctx)
+			if err == nil && status >= 500 {
+				err = fmt.Errorf("the backend answered %d", status)
+			}
+			return err
+		})
+		if status != 0 {
+			return status, nil
+		}
+		return 0, err
+	}
+	v.fail = httpbudget.WriteError
+	var workers sync.WaitGroup
+	stop, cancel := context.WithCancel(context.Background())
+	v.backend = func(arrive func(*http.Request) (context.Context, *entry), job func(context.Context, *entry) error) http.Handler {
+		q := &budget.Queue[*queued]{Name: "cpu", MinUseful: p.Work, OnDrop: func(_ context.Context, j *queued, reason error) { j.done <- reason }}
+		for range procs {
+			workers.Go(func() {
+				for {
+					j, ctx, err := q.Get(stop)
+					if err != nil {
+						return
+					}
+					j.done <- job(ctx, j.e)
+				}
+			})
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx, e := arrive(r)
+			j := &queued{e: e, done: make(chan error, 1)}
+			if err := q.Put(ctx, j); err != nil {
+				httpbudget.WriteError(w, err)
+				return
+			}
+			select {
+			case err := <-j.done:
+				if err != nil {
+					httpbudget.WriteError(w, err)
+					return
+				}
+				_, _ = w.Write([]byte("ok"))
+			case <-ctx.Done():
+				httpbudget.WriteError(w, context.Cause(ctx))
+			}
+		})
+	}
+	v.close = func() { cancel(); workers.Wait() }
+}
+
+// queued is a request waiting in the backend's queue.
+type queued struct {
+	e    *entry
+	done chan error // the work's outcome, or why the queue dropped it
+}

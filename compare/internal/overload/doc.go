@@ -1,0 +1,33 @@
+// Package overload runs the overload head to head that
+// compare/cmd/overload prints: one service graph, several ways of protecting
+// it, the same open-loop traffic for each.
+//
+// The graph is three hops over loopback HTTP/1.1. An edge and a middle hop run
+// in the harness's own process; the backend, where the bottleneck is, runs in
+// a child process (the harness's own binary, started again in the backend
+// role by [ServeBackendIfChild]) limited to a few processors with GOMAXPROCS.
+// Each request costs the backend a fixed amount of real CPU (rounds of
+// SHA-256, calibrated once per run), done in units of a quarter millisecond
+// between which the work checks its context, as careful code does. Because
+// the CPU is burnt in a process of its own, shedders that read the CPU use of
+// the machine or its cgroup, as go-zero's and Kratos' do, see it.
+//
+// A run measures the graph's capacity first (closed loop through the
+// unprotected graph), then offers each variant Poisson arrivals at multiples
+// of that capacity. Requests are 20 % critical, 50 % default and 30 %
+// sheddable; the edge tells the class from the route, as an edge policy
+// would, and every request gets the same budget (300 ms): the user waits that
+// long and no longer. Each variant gets a fresh graph for each load, runs a
+// warm-up that is not counted, then the measured interval.
+//
+// What is counted, per variant and load: goodput (answers within the budget),
+// the 99th percentile latency of those answers, the share of requests whose
+// work the backend started that were not answered in budget, the share of
+// each class answered in budget, and the backend CPU spent on requests not
+// answered in budget (work units run times the calibrated cost of a unit).
+// The backend records every request it saw, with the class it saw, so a run
+// can show that classes crossed both hops.
+//
+// Timing on a shared machine moves between runs; compare variants within one
+// run, where they share the capacity measured beside them.
+package overload

@@ -1,0 +1,155 @@
+package overload
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/timebudget/budget/wire"
+)
+
+// outcome is how one request ended, as its user saw it.
+type outcome uint8
+
+const (
+	inBudget outcome = iota // answered 200 within the budget
+	refused                 // answered with an error status within the budget
+	timedOut                // no answer within the budget
+	failed                  // the exchange failed otherwise
+	numOutcomes
+)
+
+// sent is one request the load generator sent.
+type sent struct {
+	id       int64
+	class    string
+	outcome  outcome
+	latency  time.Duration
+	measured bool // arrived in the measured interval
+}
+
+// generator sends requests to a graph's edge.
+type generator struct {
+	client *http.Client
+	rng    *rand.Rand
+	mix    Mix
+	budget time.Duration
+	nextID atomic.Int64
+}
+
+func newGenerator(seed uint64, mix Mix, budget time.Duration) *generator {
+	return &generator{
+		client: &http.Client{Transport: newTransport()},
+		rng:    rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		mix:    mix,
+		budget: budget,
+	}
+}
+
+func (g *generator) close() { g.client.CloseIdleConnections() }
+
+// class draws a class from the mix.
+func (g *generator) class() string {
+	total := g.mix.Critical + g.mix.Default + g.mix.Sheddable
+	x := g.rng.Float64() * total
+	switch {
+	case x < g.mix.Critical:
+		return classCritical
+	case x < g.mix.Critical+g.mix.Default:
+		return classDefault
+	}
+	return classSheddable
+}
+
+// open sends Poisson arrivals at rate a second to url for warmup+measure,
+// each with the generator's budget counted from its scheduled arrival, and
+// returns every request sent once all have ended. The schedule does not wait
+// for answers (open loop): a request whose goroutine starts late has lost
+// that time from its budget, as a user would have.
+func (g *generator) open(ctx context.Context, url string, rate float64, warmup, measure time.Duration) []sent {
+	var (
+		mu  sync.Mutex
+		out []sent
+		wg  sync.WaitGroup
+	)
+	start := time.Now()
+	from, end := start.Add(warmup), start.Add(warmup+measure)
+	for at := start; at.Before(end) && ctx.Err() == nil; at = at.Add(time.Duration(g.rng.ExpFloat64() / rate * float64(time.Second))) {
+		if d := time.Until(at); d > 0 {
+			time.Sleep(d)
+		}
+		s := sent{id: g.nextID.Add(1), class: g.class(), measured: !at.Before(from)}
+		wg.Go(func() {
+			s.outcome, s.latency = g.send(ctx, url, s, at, g.budget)
+			mu.Lock()
+			out = append(out, s)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// send sends one request that arrived at and whose user waits budget.
+func (g *generator) send(ctx context.Context, url string, s sent, at time.Time, budget time.Duration) (outcome, time.Duration) {
+	ctx, cancel := context.WithDeadline(ctx, at.Add(budget))
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/"+s.class, nil)
+	if err != nil {
+		return failed, 0
+	}
+	req.Header.Set(idHeader, strconv.FormatInt(s.id, 10))
+	// The user's client says how long its user still waits, as a client of
+	// a budget-aware service would; only the budget variant's edge reads it.
+	if left := time.Until(at.Add(budget)).Milliseconds(); left > 0 {
+		req.Header.Set(wire.HeaderRequestTimeout, strconv.FormatInt(left, 10))
+	}
+	resp, err := g.client.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			return timedOut, time.Since(at)
+		}
+		return failed, time.Since(at)
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	took := time.Since(at)
+	switch {
+	case err != nil || took > budget:
+		return timedOut, took
+	case resp.StatusCode == http.StatusOK:
+		return inBudget, took
+	}
+	return refused, took
+}
+
+// closed measures throughput in closed loop: clients each send a request,
+// with no deadline of their own, as soon as their previous one is answered,
+// for warmup+measure. It returns the answers a second in the measured
+// interval.
+func (g *generator) closed(ctx context.Context, url string, clients int, warmup, measure time.Duration) float64 {
+	start := time.Now()
+	from, end := start.Add(warmup), start.Add(warmup+measure)
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for ctx.Err() == nil && time.Now().Before(end) {
+				s := sent{id: g.nextID.Add(1), class: classDefault}
+				now := time.Now()
+				o, _ := g.send(ctx, url, s, now, time.Minute)
+				if o == inBudget && time.Now().After(from) && time.Now().Before(end) {
+					ok.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return float64(ok.Load()) / measure.Seconds()
+}

@@ -1,0 +1,209 @@
+package overload
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Report is what a run measured. Its JSON form is the issue's schema:
+// {"capacity_rps": N, "runs": [...]}.
+type Report struct {
+	// CapacityRPS is the capacity measured at the start of the run, in
+	// answers a second.
+	CapacityRPS float64 `json:"capacity_rps"`
+	// Runs has one entry per variant and load, loads in the order run.
+	Runs []Result `json:"runs"`
+
+	// CapacityEndRPS is the capacity measured again at the end of the run
+	// (zero when the capacity was given): how far the machine drifted.
+	CapacityEndRPS float64 `json:"-"`
+
+	// CapacityCPU is the backend's CPU use, in CPUs, while the capacity was
+	// measured (at the start, and at the end when measured again). On a
+	// quiet machine it is the backend's GOMAXPROCS; less means other work
+	// took the CPU.
+	CapacityCPU []float64 `json:"-"`
+
+	// Settings says how each variant was configured, by name.
+	Settings map[string]string `json:"-"`
+	// Work is the CPU time of one request's work; Procs the backend's
+	// GOMAXPROCS; Budget every request's budget.
+	Work   time.Duration `json:"-"`
+	Procs  int           `json:"-"`
+	Budget time.Duration `json:"-"`
+	// Duration and Warmup are each run's measured and warm-up time.
+	Duration, Warmup time.Duration `json:"-"`
+}
+
+// Result is what one variant did at one load.
+type Result struct {
+	Variant string  `json:"variant"`
+	Load    float64 `json:"load"` // offered load, a multiple of the capacity
+	// GoodputRPS is the answers within their budget a second.
+	GoodputRPS float64 `json:"goodput_rps"`
+	// GoodputOfCapacity is GoodputRPS over the run's capacity.
+	GoodputOfCapacity float64 `json:"goodput_of_capacity"`
+	// P99Ms is the 99th percentile latency of the answers within budget.
+	P99Ms float64 `json:"p99_ms"`
+	// AdmittedMissedDeadline is the share of the requests whose work the
+	// backend started that were not answered within their budget.
+	AdmittedMissedDeadline float64 `json:"admitted_missed_deadline"`
+	// CriticalInBudget, DefaultInBudget and SheddableInBudget are the share
+	// of each class's requests answered within budget.
+	CriticalInBudget  float64 `json:"critical_in_budget"`
+	DefaultInBudget   float64 `json:"default_in_budget"`
+	SheddableInBudget float64 `json:"sheddable_in_budget"`
+	// CPUOnFailedS is the backend CPU time, in seconds, spent on the work of
+	// requests not answered within budget: the backend process's CPU time
+	// over the run apportioned by units of work.
+	CPUOnFailedS float64 `json:"cpu_on_failed_s"`
+
+	// Sent counts the requests sent in the measured interval; Outcomes how
+	// they ended: in budget, refused (an error answer in budget), timed out,
+	// failed otherwise.
+	Sent     int               `json:"-"`
+	Outcomes [numOutcomes]int  `json:"-"`
+	ByClass  map[string][2]int `json:"-"` // class: {sent, in budget}
+	Started  int               `json:"-"` // requests whose work the backend started
+	Seen     int               `json:"-"` // requests the backend saw
+	Mismatch int               `json:"-"` // requests the backend saw with another class than the edge gave
+	Classes  map[string][3]int `json:"-"` // class the edge gave: backend saw it as {critical, default, sheddable}
+	// BackendCPU is the backend's CPU use over the run, warm-up included, in
+	// CPUs.
+	BackendCPU float64 `json:"-"`
+}
+
+// Refused is the share of requests answered with a refusal.
+func (r Result) Refused() float64 { return share(r.Outcomes[refused], r.Sent) }
+
+// summarize computes a variant's result at a load from what the load
+// generator and the backend recorded.
+//
+// The CPU spent on failed requests is the backend's CPU time over the run
+// (cpu seconds, warm-up included) apportioned by units of work: failed
+// requests' units over all units run. That counts the backend's own
+// overhead (HTTP, queueing) in proportion to work, and it never exceeds
+// what the process used.
+func summarize(name string, load, capacity float64, measure time.Duration, sends []sent, recs []record, cpu float64) Result {
+	byID := make(map[int64]record, len(recs))
+	var allUnits int64
+	for _, r := range recs {
+		byID[r.ID] = r
+		allUnits += r.Units
+	}
+	res := Result{Variant: name, Load: load, ByClass: map[string][2]int{}, Classes: map[string][3]int{}}
+	var lat []time.Duration
+	var failedUnits int64
+	missed := 0
+	for _, s := range sends {
+		if !s.measured {
+			continue
+		}
+		res.Sent++
+		res.Outcomes[s.outcome]++
+		c := res.ByClass[s.class]
+		c[0]++
+		ok := s.outcome == inBudget
+		if ok {
+			c[1]++
+			lat = append(lat, s.latency)
+		}
+		res.ByClass[s.class] = c
+		rec, seen := byID[s.id]
+		if !seen {
+			continue
+		}
+		res.Seen++
+		if rec.Class != s.class {
+			res.Mismatch++
+		}
+		cl := res.Classes[s.class]
+		switch rec.Class {
+		case classCritical:
+			cl[0]++
+		case classDefault:
+			cl[1]++
+		case classSheddable:
+			cl[2]++
+		}
+		res.Classes[s.class] = cl
+		if rec.Started {
+			res.Started++
+			if !ok {
+				missed++
+			}
+		}
+		if !ok {
+			failedUnits += rec.Units
+		}
+	}
+	res.GoodputRPS = float64(res.Outcomes[inBudget]) / measure.Seconds()
+	if capacity > 0 {
+		res.GoodputOfCapacity = res.GoodputRPS / capacity
+	}
+	res.P99Ms = float64(quantile(lat, 0.99)) / float64(time.Millisecond)
+	res.AdmittedMissedDeadline = share(missed, res.Started)
+	res.CriticalInBudget = share(res.ByClass[classCritical][1], res.ByClass[classCritical][0])
+	res.DefaultInBudget = share(res.ByClass[classDefault][1], res.ByClass[classDefault][0])
+	res.SheddableInBudget = share(res.ByClass[classSheddable][1], res.ByClass[classSheddable][0])
+	if allUnits > 0 {
+		res.CPUOnFailedS = cpu * float64(failedUnits) / float64(allUnits)
+	}
+	return res
+}
+
+func share(n, of int) float64 {
+	if of == 0 {
+		return 0
+	}
+	return float64(n) / float64(of)
+}
+
+// quantile returns the q quantile of d (nearest rank), zero when d is empty.
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	i := int(math.Ceil(q*float64(len(d)))) - 1
+	return d[min(max(i, 0), len(d)-1)]
+}
+
+// WriteTable writes the report as a text table, with the settings of each
+// variant below it.
+func (r *Report) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "capacity %.0f requests/s (closed loop through the unprotected graph; %.0f measured again at the end; the backend used %.2f CPUs meanwhile); work %v of CPU a request; backend GOMAXPROCS=%d; budget %v; each run %v after %v of warm-up\n\n",
+		r.CapacityRPS, r.CapacityEndRPS, r.CapacityCPU, r.Work, r.Procs, r.Budget, r.Duration, r.Warmup)
+	if len(r.CapacityCPU) > 0 && slices.Min(r.CapacityCPU) < 0.8*float64(r.Procs) {
+		fmt.Fprintf(&b, "warning: the backend used %.2f of its %d CPUs while the capacity was measured: other work shares this machine, so loads are not the multiples of capacity they say; compare variants within this run, beside their backend CPU\n\n",
+			slices.Min(r.CapacityCPU), r.Procs)
+	}
+	fmt.Fprintf(&b, "%-12s %5s %8s %8s %7s %8s %8s %8s %8s %8s %8s %6s %6s\n",
+		"variant", "load", "goodput", "of cap", "p99 ms", "adm miss", "critical", "default", "shed", "cpu fail", "refused", "sent", "be cpu")
+	for _, x := range r.Runs {
+		fmt.Fprintf(&b, "%-12s %4.1fx %8.1f %8.3f %7.1f %8.3f %8.3f %8.3f %8.3f %8.2f %8.3f %6d %6.2f\n",
+			x.Variant, x.Load, x.GoodputRPS, x.GoodputOfCapacity, x.P99Ms, x.AdmittedMissedDeadline,
+			x.CriticalInBudget, x.DefaultInBudget, x.SheddableInBudget, x.CPUOnFailedS, x.Refused(), x.Sent, x.BackendCPU)
+	}
+	b.WriteString("\ngoodput: answers in budget a second; of cap: over the capacity; adm miss: share of the requests the backend started not answered in budget;\ncritical/default/shed: share of each class in budget; cpu fail: backend CPU seconds on requests not answered in budget; refused: share answered with an error in budget;\nbe cpu: the backend's CPU use over the run (warm-up included), in CPUs: below its GOMAXPROCS at a load over 1x means other work on the machine took the CPU\n\n")
+	for _, x := range uniqueVariants(r.Runs) {
+		fmt.Fprintf(&b, "%s: %s\n", x, r.Settings[x])
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func uniqueVariants(runs []Result) []string {
+	var out []string
+	for _, x := range runs {
+		if !slices.Contains(out, x.Variant) {
+			out = append(out, x.Variant)
+		}
+	}
+	return out
+}

@@ -1,0 +1,129 @@
+package overload
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"time"
+)
+
+// Run measures the capacity of the graph, then every variant at every load,
+// and reports what it measured. It takes about len(Loads) × len(Variants) ×
+// (Warmup + Duration + 0.5 s), plus the capacity, measured at the start and
+// again at the end (2 × CapacityDuration × 1.25). It stops early,
+// with ctx's error, when ctx ends.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	exe := cfg.Executable
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("overload: finding this binary to start the backend: %w", err)
+		}
+	}
+	quietFrameworks()
+	progress := cfg.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	spec := backendSpec{Rounds: calibrate(), Units: cfg.units(),
+		params: params{Procs: cfg.procs(), Work: time.Duration(cfg.units()) * unit, Budget: cfg.budget()}}
+	rep := &Report{
+		Settings: map[string]string{},
+		Work:     time.Duration(spec.Units) * unit,
+		Procs:    spec.Procs,
+		Budget:   cfg.budget(),
+		Duration: cfg.duration(),
+		Warmup:   cfg.warmup(),
+	}
+	for _, v := range cfg.variants() {
+		rep.Settings[v] = setting(v, spec.params)
+	}
+	gen := newGenerator(cfg.seed(), cfg.mix(), cfg.budget())
+	defer gen.close()
+
+	stats := &http.Client{Transport: newTransport()}
+	defer stats.CloseIdleConnections()
+	measureCapacity := func() (float64, error) {
+		g, err := startGraph(exe, variantNone, spec)
+		if err != nil {
+			return 0, err
+		}
+		defer g.close()
+		before, err := g.backend.stats(stats)
+		if err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		c := gen.closed(ctx, g.edgeURL, 4*spec.Procs+4, cfg.capacityDuration()/4, cfg.capacityDuration())
+		if after, err := g.backend.stats(stats); err == nil {
+			rep.CapacityCPU = append(rep.CapacityCPU, (after.CPU-before.CPU)/time.Since(start).Seconds())
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		if c <= 0 {
+			return 0, fmt.Errorf("overload: the graph answered nothing in %v of closed-loop load", cfg.capacityDuration())
+		}
+		return c, nil
+	}
+	rep.CapacityRPS = cfg.Capacity
+	if rep.CapacityRPS <= 0 {
+		fmt.Fprintf(progress, "measuring capacity for %v\n", cfg.capacityDuration())
+		var err error
+		if rep.CapacityRPS, err = measureCapacity(); err != nil {
+			return nil, err
+		}
+	}
+	names := cfg.variants()
+	for li, load := range cfg.loads() {
+		// Each load starts with another variant, so that none always runs
+		// first (or last) while the machine's other work changes; the report
+		// keeps the canonical order.
+		first := len(rep.Runs)
+		for k := range names {
+			name := names[(li+k)%len(names)]
+			rate := load * rep.CapacityRPS
+			fmt.Fprintf(progress, "%s at %.1fx (%.0f requests/s)\n", name, load, rate)
+			g, err := startGraph(exe, name, spec)
+			if err != nil {
+				return nil, err
+			}
+			before, err := g.backend.stats(stats)
+			if err != nil {
+				g.close()
+				return nil, err
+			}
+			start := time.Now()
+			sends := gen.open(ctx, g.edgeURL, rate, cfg.warmup(), cfg.duration())
+			st, err := g.backend.stats(stats)
+			wall := time.Since(start)
+			g.close()
+			if err != nil {
+				return nil, err
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			res := summarize(name, load, rep.CapacityRPS, cfg.duration(), sends, st.Records, st.CPU-before.CPU)
+			res.BackendCPU = (st.CPU - before.CPU) / wall.Seconds()
+			rep.Runs = append(rep.Runs, res)
+		}
+		slices.SortStableFunc(rep.Runs[first:], func(a, b Result) int {
+			return slices.Index(names, a.Variant) - slices.Index(names, b.Variant)
+		})
+	}
+	if cfg.Capacity <= 0 {
+		fmt.Fprintf(progress, "measuring capacity again for %v\n", cfg.capacityDuration())
+		var err error
+		if rep.CapacityEndRPS, err = measureCapacity(); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
