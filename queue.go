@@ -77,6 +77,10 @@ type Queue[T any] struct {
 	// Target is the sojourn bound of items put while the queue is standing.
 	// Zero means 5 ms (CoDel's target, and the 5 ms of Facebook's "Fail at
 	// Scale"); a negative value turns off adaptive LIFO and sojourn bounds.
+	// 5 ms suits items whose work takes well under a millisecond; when one
+	// item's work takes milliseconds, 5 ms is about one item's wait and a
+	// standing queue sheds work, critical work included, that would finish
+	// in time: set Target to a fraction of the budget (a quarter, say).
 	Target time.Duration
 	// Interval is how long the queue must stay non-empty to count as
 	// standing, and the sojourn bound of items put while it is not. Zero

@@ -5,27 +5,44 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/httpbudget"
 	"github.com/timebudget/budget/wire"
 )
 
-// budgetLimitPerCPU is the budget variant's one tuned setting: the Op
-// around the middle's calls to the backend has Limit = budgetLimitPerCPU ×
-// the backend's CPUs, as Op.Limit's documentation suggests for a CPU-bound
-// dependency ("four times the cores"): enough to keep the backend busy while
-// requests are on their way to it, little enough that what is admitted
-// finishes well inside a budget, with the top quarter held for critical
-// requests.
-const budgetLimitPerCPU = 4
+// The budget variant's tuning, both documented options sized from the
+// budget rather than left at values made for other services:
+//
+//   - The backend's Queue bounds how long an item put while the queue is
+//     standing may wait (Target) to a quarter of the budget, instead of
+//     CoDel's 5 ms: with 4 ms of work a request, 5 ms is about one request's
+//     wait, so a standing queue shed admitted work, critical work included,
+//     that would have finished well inside its budget. The Queue still
+//     refuses on arrival what cannot wait and finish in time, and serves the
+//     most critical class first while standing.
+//   - The Op around the middle's calls to the backend has Limit = what the
+//     backend's CPUs serve in that time (Little's law: Target over one
+//     request's CPU time, per CPU), so the backend holds no more work than it
+//     can start within Target, and the Limit's class shares (sheddable half,
+//     critical the top quarter) are sized by time, not by a small count: a
+//     Limit of four per CPU refused sheddable work at 0.8x capacity that
+//     would have finished in time.
+func budgetTarget(p params) time.Duration { return p.Budget / 4 }
+
+// budgetLimit is the Op's Limit: the requests the backend's CPUs serve in
+// budgetTarget.
+func budgetLimit(p params) int {
+	return max(1, int(budgetTarget(p)/max(p.Work, time.Millisecond))) * max(p.Procs, 1)
+}
 
 // budgetSetting says how the budget variant is configured.
 func budgetSetting(p params) string {
 	return fmt.Sprintf("httpbudget middleware on every hop (the edge: Default = Max = %v, trusts only the Request-Timeout-Ms its users' client sends, classifies by route) and Transport on every client; "+
-		"an Op around the middle's calls to the backend, defaults but tuned: Limit %d (%d per backend CPU, as Op.Limit's doc suggests); "+
-		"the backend's work goes through a budget.Queue (MinUseful = the work's CPU time, other fields default) served by one worker per backend CPU",
-		p.Budget, budgetLimitPerCPU*p.Procs, budgetLimitPerCPU)
+		"an Op around the middle's calls to the backend, defaults but tuned: Limit %d (Little's law: what %d backend CPU(s) serve in the queue's Target, %v / %v each); "+
+		"the backend's work goes through a budget.Queue served by one worker per backend CPU, MinUseful = the work's CPU time, tuned: Target %v (a quarter of the budget, not CoDel's 5 ms), other fields default",
+		p.Budget, budgetLimit(p), max(p.Procs, 1), budgetTarget(p), p.Work, budgetTarget(p))
 }
 
 // criticalityOf maps the harness's class names to budget's classes.
@@ -64,7 +81,7 @@ func withBudget(v *variant, p params) {
 		return httpbudget.NewTransport(base)
 	}
 	v.classSeen = func(r *http.Request) string { return budget.CriticalityFrom(r.Context()).String() }
-	op := &budget.Op{Name: "backend", Limit: budgetLimitPerCPU * procs}
+	op := &budget.Op{Name: "backend", Limit: budgetLimit(p)}
 	v.call = func(ctx context.Context, hop string, send func(context.Context) (int, error)) (int, error) {
 		if hop != "middle" {
 			return send(ctx)
@@ -87,7 +104,7 @@ func withBudget(v *variant, p params) {
 	var workers sync.WaitGroup
 	stop, cancel := context.WithCancel(context.Background())
 	v.backend = func(arrive func(*http.Request) (context.Context, *entry), job func(context.Context, *entry) error) http.Handler {
-		q := &budget.Queue[*queued]{Name: "cpu", MinUseful: p.Work, OnDrop: func(_ context.Context, j *queued, reason error) { j.done <- reason }}
+		q := &budget.Queue[*queued]{Name: "cpu", MinUseful: p.Work, Target: budgetTarget(p), OnDrop: func(_ context.Context, j *queued, reason error) { j.done <- reason }}
 		for range procs {
 			workers.Go(func() {
 				for {
