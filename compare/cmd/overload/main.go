@@ -7,7 +7,7 @@
 //
 // From the repository root:
 //
-//	go run ./compare/cmd/overload [-json FILE] [-svg FILE] [-duration 4s] [-warmup 2s] ...
+//	go run ./compare/cmd/overload [-json FILE] [-svg FILE] [-check] [-duration 4s] [-warmup 2s] ...
 package main
 
 import (
@@ -45,6 +45,7 @@ func run() error {
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the arrivals and classes")
 	loads := flag.String("loads", "0.8,1.5,3", "offered loads, as multiples of the capacity, comma-separated")
 	variants := flag.String("variants", strings.Join(overload.Variants(), ","), "variants to run, comma-separated")
+	check := flag.Bool("check", false, "after the report, list the issue's targets the budget variant missed and exit 1 if any")
 	flag.Parse()
 	for _, s := range strings.Split(*loads, ",") {
 		var l float64
@@ -84,7 +85,15 @@ func run() error {
 			f.Close()
 			return err
 		}
-		return f.Close()
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	if *check {
+		if miss := rep.Misses(); len(miss) > 0 {
+			return fmt.Errorf("%d targets missed:\n  %s", len(miss), strings.Join(miss, "\n  "))
+		}
+		fmt.Println("every target met")
 	}
 	return nil
 }
