@@ -31,14 +31,17 @@ var (
 // ledger as an [EventQueue] whose Outcome is ok when the item was handed out
 // and says why when it was dropped.
 //
-// Under a standing queue (one that has not been empty for Interval) it serves
-// newest-first and bounds how long items may wait, as Facebook's "Fail at
-// Scale" describes: an item put while the queue is standing may wait Target,
-// one put while it is not may wait Interval. In normal operation the queue is
-// FIFO and short; under overload the newest items, whose callers are still
-// waiting, are served first, and old ones are shed quickly instead of each
-// being served just too late. A negative Target turns this off: FIFO always,
-// and items are dropped only when their own budget runs out.
+// Under a standing queue it serves newest-first and bounds how long items may
+// wait, as Facebook's "Fail at Scale" describes: an item put while the queue
+// is standing may wait Target, one put while it is not may wait Interval. The
+// queue stands once it has not been empty for Interval and its oldest item
+// has waited longer than Target, and it stands until it is next empty, so a
+// queue that is busy but flowing (every item waits less than Target, as in a
+// burst below capacity) stays FIFO and sheds nothing. In normal operation the
+// queue is FIFO and short; under overload the newest items, whose callers are
+// still waiting, are served first, and old ones are shed quickly instead of
+// each being served just too late. A negative Target turns this off: FIFO
+// always, and items are dropped only when their own budget runs out.
 //
 // Each item is kept with the context it was put with, as a request queue
 // must: that context is the item's budget, and Get hands it back for the
@@ -46,9 +49,13 @@ var (
 //
 // Each item has the class its context carries ([CriticalityFrom]), and under
 // load the lower classes go first. While the queue is standing, Get serves
-// the newest item of the most critical class present, so sheddable items
-// wait behind default ones and default ones behind critical ones, and it is
-// their sojourn bound that runs out first. A full queue takes an item by
+// the most critical class present, so sheddable items wait behind default
+// ones and default ones behind critical ones, and it is their sojourn bound
+// that runs out first. Within a class it serves newest-first only once that
+// class itself has not been empty for Interval: a class that keeps draining
+// (critical work that is a fraction of the capacity, say) is served in
+// order, so none of its items waits behind newer ones of its own class until
+// its bound sheds it. A full queue takes an item by
 // displacing the oldest item of the least critical class below the new
 // item's own (dropped with [ErrQueueFull] as its reason and counted in
 // QueueStats.Displaced), so a critical item is refused as full only when
@@ -61,7 +68,13 @@ var (
 // The zero value is ready to use with the defaults. Set the fields before
 // first use. A Queue must not be copied after first use. It is safe for
 // concurrent use: one mutex guards it, Put and Get allocate nothing when Get
-// does not have to wait, and a waiting Get costs one channel. On a nil *Queue,
+// does not have to wait, and a waiting Get costs one channel.
+//
+// A consumer that runs CPU-bound items back to back in a process with few
+// CPUs should let the process's other goroutines run between two items
+// (runtime.Gosched): otherwise the answers of finished items and the
+// requests arriving wait until the scheduler preempts the consumer, and
+// their budgets are spent there rather than in the queue. On a nil *Queue,
 // Put and Get return an error matching [ErrMisconfigured] and Stats
 // reports an empty queue.
 type Queue[T any] struct {
@@ -82,9 +95,11 @@ type Queue[T any] struct {
 	// standing queue sheds work, critical work included, that would finish
 	// in time: set Target to a fraction of the budget (a quarter, say).
 	Target time.Duration
-	// Interval is how long the queue must stay non-empty to count as
-	// standing, and the sojourn bound of items put while it is not. Zero
-	// means 100 ms (CoDel's interval).
+	// Interval is how long the queue must stay non-empty (with its oldest
+	// item waiting longer than Target) to count as standing, how long a
+	// class must stay non-empty to be served newest-first, and the sojourn
+	// bound of items put while the queue is not standing. Zero means 100 ms
+	// (CoDel's interval).
 	Interval time.Duration
 	// OnDrop, when not nil, is called for each item dropped by Get (or by a
 	// Put making room in a full queue), outside the queue's lock, with the item's context and the reason: an error
@@ -99,6 +114,8 @@ type Queue[T any] struct {
 	n         int                // items held, in every class
 	waiters   []chan struct{}
 	lastEmpty time.Time        // when the queue was last seen empty
+	stood     bool             // standing since it was last empty
+	since     [3]time.Time     // per class ring: when it last stopped being empty
 	wait      [3]time.Duration // moving average of the wait of items handed out, per class
 	stats     QueueStats
 }
@@ -207,8 +224,9 @@ func (q *Queue[T]) refused(ctx context.Context, r reading, why Outcome, needed t
 // the reason as its Outcome in their ledger, and passed to OnDrop. The wait
 // of the item handed out is recorded as an [EventQueue] with [OutcomeOK].
 //
-// While the queue is standing, Get takes the newest item of the most critical
-// class present; otherwise the oldest item.
+// While the queue is standing, Get takes from the most critical class
+// present, its newest item once the class has not been empty for Interval
+// and its oldest otherwise; while it is not standing, the oldest item of all.
 func (q *Queue[T]) Get(ctx context.Context) (T, context.Context, error) {
 	var zero T
 	if q == nil {
@@ -343,6 +361,9 @@ func (q *Queue[T]) push(c Criticality, e queued[T], now time.Time) {
 	if q.n == 0 {
 		q.lastEmpty = now
 	}
+	if r.n == 0 {
+		q.since[c+1] = now
+	}
 	r.pushBack(e)
 	q.n++
 }
@@ -356,7 +377,7 @@ func (q *Queue[T]) pop(i int, newest bool, now time.Time) queued[T] {
 		e = q.items[i].popFront()
 	}
 	if q.n--; q.n == 0 {
-		q.lastEmpty = now
+		q.lastEmpty, q.stood = now, false
 	}
 	return e
 }
@@ -374,14 +395,18 @@ func (q *Queue[T]) unservable(now time.Time) (int, error) {
 	return -1, nil
 }
 
-// next returns the class ring Get takes from, and whether from its back: the
-// most critical class's newest item while the queue is standing, and the
-// oldest item of all otherwise.
+// next returns the class ring Get takes from, and whether from its back.
+// While the queue is standing it takes the most critical class present, and
+// that class's newest item only when the class itself has not been empty for
+// Interval: a class served first that keeps draining (critical work that is
+// a fraction of the capacity, say) stays FIFO, so none of its items waits
+// behind newer ones of its own class until its sojourn bound sheds it.
+// Otherwise it takes the oldest item of all.
 func (q *Queue[T]) next(now time.Time) (int, bool) {
 	if q.standing(now) {
 		for i := len(q.items) - 1; i >= 0; i-- {
 			if q.items[i].n > 0 {
-				return i, true
+				return i, now.Sub(q.since[i]) > q.interval()
 			}
 		}
 	}
@@ -405,9 +430,28 @@ func (q *Queue[T]) leastBelow(c Criticality) int {
 	return -1
 }
 
-// standing reports whether the queue has not been empty for Interval.
+// standing reports whether the queue stands: it has not been empty for
+// Interval and its oldest item has waited longer than Target. Once standing,
+// it stands until it is next empty.
 func (q *Queue[T]) standing(now time.Time) bool {
-	return q.Target >= 0 && q.n > 0 && now.Sub(q.lastEmpty) > q.interval()
+	if q.Target < 0 || q.n == 0 {
+		return false
+	}
+	if !q.stood && now.Sub(q.lastEmpty) > q.interval() && now.Sub(q.oldest()) > q.target() {
+		q.stood = true
+	}
+	return q.stood
+}
+
+// oldest returns when the oldest item held was put; q must not be empty.
+func (q *Queue[T]) oldest() time.Time {
+	var at time.Time
+	for i := range q.items {
+		if q.items[i].n > 0 && (at.IsZero() || q.items[i].front().at.Before(at)) {
+			at = q.items[i].front().at
+		}
+	}
+	return at
 }
 
 func (q *Queue[T]) removeWaiter(w chan struct{}) bool {

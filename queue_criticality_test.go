@@ -74,7 +74,7 @@ func TestQueueFullDisplacesLessCritical(t *testing.T) {
 func TestQueueStandingServesCriticalFirst(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		q := &budget.Queue[string]{Target: time.Second, Interval: 100 * time.Millisecond}
+		q := &budget.Queue[string]{Target: 50 * time.Millisecond, Interval: 100 * time.Millisecond}
 		bg := context.Background()
 		shed, crit := budget.WithCriticality(bg, budget.Sheddable), budget.WithCriticality(bg, budget.Critical)
 		_ = q.Put(shed, "s0") // t=0: the queue stops being empty
@@ -98,6 +98,119 @@ func TestQueueStandingServesCriticalFirst(t *testing.T) {
 			if got[i] != want[i] {
 				t.Fatalf("standing: served %v, want %v", got, want)
 			}
+		}
+	})
+}
+
+// While the queue is standing, the most critical class goes first, and
+// within a class newest-first only once that class itself has not been
+// empty for Interval: a class that keeps draining is served in order, so
+// none of its items waits behind newer ones of its own class until its
+// sojourn bound sheds it (served newest-first, critical work at 0.6 of the
+// consumer's capacity lost a few items in a hundred that way).
+func TestQueueStandingKeepsADrainingClassInOrder(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := &budget.Queue[string]{Target: 50 * time.Millisecond, Interval: 100 * time.Millisecond}
+		bg := context.Background()
+		crit := budget.WithCriticality(bg, budget.Critical)
+		serve := func(want ...string) {
+			t.Helper()
+			for _, w := range want {
+				v, _, err := q.Get(bg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if v != w {
+					t.Fatalf("got %q, want %q", v, w)
+				}
+			}
+		}
+		_ = q.Put(bg, "d0") // t=0: the queue, and its default class, stop being empty
+		time.Sleep(20 * time.Millisecond)
+		_ = q.Put(bg, "d1")
+		time.Sleep(90 * time.Millisecond) // t=110: standing (d0 has waited 110 ms)
+		_ = q.Put(crit, "c1")
+		_ = q.Put(crit, "c2")
+		_ = q.Put(bg, "d2")
+		_ = q.Put(bg, "d3")
+		// Critical first, in order (its class has just stopped being
+		// empty); then the default class, standing since t=0, newest first
+		// (d0 is dropped on the way: it waited past its 100 ms bound).
+		serve("c1", "c2", "d3")
+		// The critical class stays non-empty but keeps draining.
+		_ = q.Put(crit, "c3")
+		_ = q.Put(crit, "c4")
+		serve("c3")
+		time.Sleep(40 * time.Millisecond) // t=150
+		_ = q.Put(crit, "c5")
+		serve("c4")
+		time.Sleep(40 * time.Millisecond) // t=190
+		_ = q.Put(crit, "c6")
+		serve("c5")
+		time.Sleep(40 * time.Millisecond) // t=230: not empty for 120 ms
+		_ = q.Put(crit, "c7")
+		_ = q.Put(crit, "c8")
+		serve("c8", "c7", "c6")
+		// d0, d1 and d2 waited past their bounds and were shed on the way,
+		// and the empty queue no longer stands.
+		if st := q.Stats(); st.Shed != 3 || st.Len != 0 || st.Standing {
+			t.Fatalf("stats %+v, want 3 shed and an empty queue not standing", st)
+		}
+	})
+}
+
+// A queue that is busy but flowing (never empty for longer than Interval,
+// yet no item waits past Target) does not stand: it stays FIFO across
+// classes and sheds nothing, so a burst at 0.8 of the consumer's capacity
+// does not put sheddable work behind the rest or shed it. Once its oldest
+// item has waited past Target it stands, until it is next empty.
+func TestQueueFlowingIsNotStanding(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := &budget.Queue[int]{Target: 20 * time.Millisecond, Interval: 100 * time.Millisecond}
+		bg := context.Background()
+		shed := budget.WithCriticality(bg, budget.Sheddable)
+		crit := budget.WithCriticality(bg, budget.Critical)
+		next := 0
+		put := func() {
+			ctx := shed
+			if next%2 == 1 {
+				ctx = crit
+			}
+			if err := q.Put(ctx, next); err != nil {
+				t.Fatal(err)
+			}
+			next++
+		}
+		put()
+		put()
+		want := 0
+		for range 75 { // 300 ms, two items always held, each waits 8 ms
+			time.Sleep(4 * time.Millisecond)
+			v, _, err := q.Get(bg)
+			if err != nil || v != want {
+				t.Fatalf("at %d: got %d, %v, want %d in order", want, v, err, want)
+			}
+			want++
+			put()
+		}
+		if st := q.Stats(); st.Standing || st.Shed != 0 {
+			t.Fatalf("a flowing queue: %+v", st)
+		}
+		time.Sleep(25 * time.Millisecond) // the oldest has now waited 29 ms
+		if !q.Stats().Standing {
+			t.Fatal("the oldest item waited past Target: the queue should stand")
+		}
+		for q.Stats().Len > 0 {
+			_, _, _ = q.Get(bg)
+		}
+		if q.Stats().Standing {
+			t.Fatal("an empty queue does not stand")
+		}
+		put()
+		if q.Stats().Standing {
+			t.Fatal("standing outlived the empty queue")
 		}
 	})
 }
