@@ -44,12 +44,28 @@ type generator struct {
 }
 
 func newGenerator(seed uint64, mix Mix, budget time.Duration) *generator {
-	return &generator{
+	g := &generator{
 		client: &http.Client{Transport: newTransport()},
-		rng:    rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		mix:    mix,
 		budget: budget,
 	}
+	g.reseed(seed)
+	return g
+}
+
+// reseed restarts the arrivals and classes the generator draws from seed:
+// a run reseeds it before each variant with a seed of the load alone, so
+// that every variant at a load gets the same arrival times and classes
+// (common random numbers) and their differences are not the luck of the
+// draw. Over 4 s at 190 requests a second, the count sent alone varies by
+// ±28 (one standard deviation) from one draw to another.
+func (g *generator) reseed(seed uint64) {
+	g.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+// gap draws the time to the next Poisson arrival at rate a second.
+func (g *generator) gap(rate float64) time.Duration {
+	return time.Duration(g.rng.ExpFloat64() / rate * float64(time.Second))
 }
 
 func (g *generator) close() { g.client.CloseIdleConnections() }
@@ -80,7 +96,7 @@ func (g *generator) open(ctx context.Context, url string, rate float64, warmup, 
 	)
 	start := time.Now()
 	from, end := start.Add(warmup), start.Add(warmup+measure)
-	for at := start; at.Before(end) && ctx.Err() == nil; at = at.Add(time.Duration(g.rng.ExpFloat64() / rate * float64(time.Second))) {
+	for at := start; at.Before(end) && ctx.Err() == nil; at = at.Add(g.gap(rate)) {
 		if d := time.Until(at); d > 0 {
 			time.Sleep(d)
 		}

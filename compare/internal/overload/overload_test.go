@@ -38,6 +38,16 @@ func TestRunAccountsForEveryRequest(t *testing.T) {
 	if got, want := len(rep.Runs), len(loads)*len(overload.Variants()); got != want {
 		t.Fatalf("%d runs, want %d (every variant at every load)", got, want)
 	}
+	// Every variant at a load is offered the same arrivals and classes.
+	for i, r := range rep.Runs {
+		first := rep.Runs[i-i%len(overload.Variants())]
+		for _, c := range []string{"critical", "default", "sheddable"} {
+			if r.Sent != first.Sent || r.ByClass[c][0] != first.ByClass[c][0] {
+				t.Errorf("%s at %vx was offered %d requests (%d %s), %s %d (%d): want the same arrivals for every variant",
+					r.Variant, r.Load, r.Sent, r.ByClass[c][0], c, first.Variant, first.Sent, first.ByClass[c][0])
+			}
+		}
+	}
 	seenAs := map[string]*[3]int{} // by variant: requests of each class the backend saw as that class
 	for _, v := range overload.Variants() {
 		seenAs[v] = new([3]int)

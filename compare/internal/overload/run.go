@@ -94,6 +94,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if err != nil {
 				return nil, err
 			}
+			gen.reseed(cfg.seed() + uint64(li+1)*0x9e3779b97f4a7c15)
 			before, err := g.backend.stats(stats)
 			if err != nil {
 				g.close()
