@@ -172,15 +172,27 @@ type child struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	addr  string
+	cg    *cgroups // the run's groups, nil when none
+	group string   // the child's group in cg, "" when none
 }
 
-// startBackend starts exe as a backend process with spec.
-func startBackend(exe string, spec backendSpec) (*child, error) {
+// backends numbers the backend processes a run starts, for their groups.
+var backends atomic.Int64
+
+// startBackend starts exe as a backend process with spec, in a CPU
+// accounting group of its own when cg has groups.
+func startBackend(exe string, spec backendSpec, cg *cgroups) (*child, error) {
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe)
+	group := "backend-" + strconv.FormatInt(backends.Add(1), 10)
+	procs, err := cg.group(group)
+	if err != nil {
+		group, procs = "", ""
+	}
+	prog, args := backendCommand(procs, exe)
+	cmd := exec.Command(prog, args...)
 	cmd.Env = append(os.Environ(), backendEnv+"="+string(b), "GOMAXPROCS="+strconv.Itoa(spec.Procs))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
@@ -194,7 +206,7 @@ func startBackend(exe string, spec backendSpec) (*child, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the backend process %s: %w", exe, err)
 	}
-	c := &child{cmd: cmd, stdin: stdin}
+	c := &child{cmd: cmd, stdin: stdin, cg: cg, group: group}
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
 		c.stop()
@@ -230,5 +242,8 @@ func (c *child) stop() {
 	case <-time.After(5 * time.Second):
 		_ = c.cmd.Process.Kill()
 		<-done
+	}
+	if c.group != "" {
+		c.cg.remove(c.group)
 	}
 }

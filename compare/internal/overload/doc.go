@@ -10,7 +10,15 @@
 // SHA-256, calibrated once per run), done in units of a quarter millisecond
 // between which the work checks its context, as careful code does. Because
 // the CPU is burnt in a process of its own, shedders that read the CPU use of
-// the machine or its cgroup, as go-zero's and Kratos' do, see it.
+// their process's cgroup, as go-zero's and Kratos' do, see it. Where cgroup
+// v1's CPU accounting hierarchy is writable, the harness puts its own
+// process and each backend in an accounting group of its own, so that each
+// hop's shedder reads its own process's CPU, as in a container of its own,
+// rather than the whole machine's (see the report's "CPU accounting" line).
+//
+// Every variant at a load is offered the same arrivals and classes (the
+// generator is reseeded from the load alone), so that differences between
+// variants are not the luck of the draw.
 //
 // A run measures the graph's capacity first (closed loop through the
 // unprotected graph), then offers each variant Poisson arrivals at multiples

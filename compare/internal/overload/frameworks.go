@@ -31,9 +31,10 @@ const failsafeBulkhead = 10
 func numCPU() int { return runtime.NumCPU() }
 
 // goZeroThreshold scales go-zero's default CPU threshold (900 of 1000) to
-// the share of the machine the backend may use: go-zero reads the CPU use
-// of the machine (or of its cgroup), so a backend allowed one CPU of two is
-// saturated at 500.
+// the share of the machine the backend may use: go-zero divides the CPU time
+// of its process's cgroup by the time of all the machine's CPUs (times the
+// CPUs its CPU set allows, all of them here), so a backend allowed one CPU
+// of two is saturated at 500.
 func goZeroThreshold(procs int) int64 {
 	return int64(900 * min(procs, numCPU()) / numCPU())
 }

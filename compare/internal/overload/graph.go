@@ -50,14 +50,14 @@ func newTransport() *http.Transport {
 }
 
 // startGraph starts the named variant's graph.
-func startGraph(exe, name string, spec backendSpec) (*graph, error) {
+func startGraph(exe, name string, spec backendSpec, cg *cgroups) (*graph, error) {
 	spec.Variant = name
 	v, err := newVariant(name, spec.params)
 	if err != nil {
 		return nil, err
 	}
 	g := &graph{v: v}
-	g.backend, err = startBackend(exe, spec)
+	g.backend, err = startBackend(exe, spec, cg)
 	if err != nil {
 		v.close()
 		return nil, err

@@ -28,6 +28,10 @@ type Report struct {
 	// took the CPU.
 	CapacityCPU []float64 `json:"-"`
 
+	// Cgroups says where the CPU-reading shedders read their CPU use: their
+	// own process's CPU accounting group, or the machine's.
+	Cgroups string `json:"-"`
+
 	// Settings says how each variant was configured, by name.
 	Settings map[string]string `json:"-"`
 	// Work is the CPU time of one request's work; Procs the backend's
@@ -179,6 +183,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "capacity %.0f requests/s (closed loop through the unprotected graph; %.0f measured again at the end; the backend used %.2f CPUs meanwhile); work %v of CPU a request; backend GOMAXPROCS=%d; budget %v; each run %v after %v of warm-up\n\n",
 		r.CapacityRPS, r.CapacityEndRPS, r.CapacityCPU, r.Work, r.Procs, r.Budget, r.Duration, r.Warmup)
+	if r.Cgroups != "" {
+		fmt.Fprintf(&b, "CPU accounting: %s\n\n", r.Cgroups)
+	}
 	if len(r.CapacityCPU) > 0 && slices.Min(r.CapacityCPU) < 0.8*float64(r.Procs) {
 		fmt.Fprintf(&b, "warning: the backend used %.2f of its %d CPUs while the capacity was measured: other work shares this machine, so loads are not the multiples of capacity they say; compare variants within this run, beside their backend CPU\n\n",
 			slices.Min(r.CapacityCPU), r.Procs)

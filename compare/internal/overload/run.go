@@ -44,13 +44,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, v := range cfg.variants() {
 		rep.Settings[v] = setting(v, spec.params)
 	}
+	cg := newCgroups()
+	defer cg.close()
+	rep.Cgroups = cg.describe()
 	gen := newGenerator(cfg.seed(), cfg.mix(), cfg.budget())
 	defer gen.close()
 
 	stats := &http.Client{Transport: newTransport()}
 	defer stats.CloseIdleConnections()
 	measureCapacity := func() (float64, error) {
-		g, err := startGraph(exe, variantNone, spec)
+		g, err := startGraph(exe, variantNone, spec, cg)
 		if err != nil {
 			return 0, err
 		}
@@ -90,7 +93,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			name := names[(li+k)%len(names)]
 			rate := load * rep.CapacityRPS
 			fmt.Fprintf(progress, "%s at %.1fx (%.0f requests/s)\n", name, load, rate)
-			g, err := startGraph(exe, name, spec)
+			g, err := startGraph(exe, name, spec, cg)
 			if err != nil {
 				return nil, err
 			}

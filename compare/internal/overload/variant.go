@@ -61,9 +61,9 @@ func setting(name string, p params) string {
 	case variantFailsafe:
 		return fmt.Sprintf("failsafe-go %s on each hop's client: bulkhead of %d calls, no wait; breaker at 50%% of >=20 calls in 1 s failing (errors and 5xx), 1 s delay, 3 trials; timeout %v", failsafeVersion, failsafeBulkhead, p.Budget)
 	case variantGoZero:
-		return fmt.Sprintf("go-zero %s adaptive shedder (core/load) on every hop, as rest's SheddingHandler uses it; tuned: CPU threshold %d (go-zero's 900 scaled to the backend's %d of %d CPUs; go-zero reads the machine's CPU)", goZeroVersion, goZeroThreshold(procs), procs, numCPU())
+		return fmt.Sprintf("go-zero %s adaptive shedder (core/load) on every hop, as rest's SheddingHandler uses it; tuned: CPU threshold %d (go-zero's 900 scaled to the backend's %d of %d CPUs, since go-zero divides its group's CPU time by all the machine's)", goZeroVersion, goZeroThreshold(procs), procs, numCPU())
 	case variantKratos:
-		return fmt.Sprintf("Kratos aegis %s BBR limiter (ratelimit/bbr) on every hop, as Kratos' ratelimit middleware uses it; tuned: WithCPUQuota(%d) (the backend's CPUs; aegis reads the machine's CPU), default threshold 800", aegisVersion, procs)
+		return fmt.Sprintf("Kratos aegis %s BBR limiter (ratelimit/bbr) on every hop, as Kratos' ratelimit middleware uses it; tuned: WithCPUQuota(%d) (the backend's CPUs, where aegis reads its group's CPU time against all the machine's), default threshold 800", aegisVersion, procs)
 	case variantBudget:
 		return budgetSetting(p)
 	}
