@@ -143,7 +143,8 @@ type Op struct {
 	// by time instead (Little's law): what the dependency serves in the
 	// queue's Target. The overload harness in compare/ (4 ms of CPU a
 	// request, a 300 ms budget) refused 13-19 % at 0.8 times its capacity
-	// with four per core, and 0.1-1.5 % with 18 (75 ms / 4 ms).
+	// with four per core, and 0-1.5 % with 18 (75 ms / 4 ms), sheddable
+	// work only.
 	Limit int
 
 	// Rand, when not nil, is the source of the op's random draws: which

@@ -123,7 +123,7 @@ func withBudget(v *variant, p params) {
 					// started at 3x were answered too late (the work done
 					// with 200 ms left, its answer stuck behind the next
 					// items' work), and requests reached the queue with up
-					// to 250 ms of their budget gone.
+					// to 260 ms of their budget gone.
 					runtime.Gosched()
 				}
 			})
