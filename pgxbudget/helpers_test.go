@@ -14,6 +14,34 @@ import (
 
 const envPostgres = "BUDGET_TEST_POSTGRES"
 
+// longSleep is the statement the tests expect to be stopped (by the
+// server's statement_timeout or by a cancel request): it would sleep far
+// longer than any bound a test waits, so that a statement nobody stopped is
+// still sleeping, unmistakably, when the test looks (activeSleeps), however
+// slow the machine is. A shorter sleep ends by itself within the bounds
+// below and would hide a lost cancel.
+const longSleep = "SELECT pg_sleep(60)"
+
+// releaseBound is how long, after the last statement returned, the tests
+// wait for every connection to be back in the pool, every backend of a
+// closed connection to be gone, and Close to return. The longest wait that
+// is not a defect is pgx's own cleanup of a connection it closed (pgconn's
+// asyncClose, which pgxpool's destructor waits for, the connection counted
+// as acquired meanwhile): a cancel request, which is a new connection and a
+// new server process, then the server closing the session, both under one
+// 15 s deadline. A burst of about a hundred such cancel requests on a
+// two-core machine at load 15 was seen to take over 5 s. 30 s is twice
+// pgx's deadline, and half of longSleep, so a statement nobody stopped is
+// still sleeping when the bound runs out.
+const releaseBound = 30 * time.Second
+
+// serverWait bounds what a test asks of the server outside any budget
+// (connecting a monitor, reading pg_stat_activity): long enough for a
+// loaded machine, where a new connection was seen to take over 5 s while
+// a burst of others was being opened; a server that does not answer still
+// fails the test.
+const serverWait = 30 * time.Second
+
 // dsn returns the test server's URL, skipping the test when it is not set
 // outside CI and failing it under CI=true.
 func dsn(t testing.TB) string {
@@ -52,7 +80,7 @@ func newPool(t testing.TB, maxConns int32, opts ...pgxbudget.Option) (*pgxbudget
 	t.Helper()
 	app := appName(t)
 	p := newPoolFrom(t, poolConfig(t, maxConns, app), opts...)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), serverWait)
 	defer cancel()
 	if err := p.Pool().Ping(ctx); err != nil {
 		t.Fatalf("PostgreSQL at %s does not answer: %v", envPostgres, err)
@@ -75,7 +103,7 @@ func newPoolFrom(t testing.TB, cfg *pgxpool.Config, opts ...pgxbudget.Option) *p
 // monitor returns a plain connection for watching pg_stat_activity.
 func monitor(t testing.TB) *pgx.Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), serverWait)
 	defer cancel()
 	c, err := pgx.Connect(ctx, dsn(t))
 	if err != nil {
@@ -90,7 +118,7 @@ func monitor(t testing.TB) *pgx.Conn {
 // even while its backend is still failing to answer a dead client.
 func activeSleeps(t testing.TB, mon *pgx.Conn, app string) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), serverWait)
 	defer cancel()
 	var n int
 	err := mon.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity

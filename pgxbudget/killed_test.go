@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/pgxbudget"
@@ -61,7 +62,7 @@ func runChild() int {
 	ctx, cancel := budget.StartUntil(context.Background(), time.Unix(0, ns))
 	defer cancel()
 	for range n {
-		go func() { _, _ = p.Exec(ctx, "SELECT pg_sleep(5)") }()
+		go func() { _, _ = p.Exec(ctx, longSleep) }()
 	}
 	fmt.Println("started")
 	select {}
@@ -73,9 +74,21 @@ func runChild() int {
 // deadline went to the server as statement_timeout. The statements must
 // still run after the kill (a closed socket does not stop them) and be gone
 // soon after the deadline.
+//
+// The statements are longSleep, so "gone soon after the deadline" and "still
+// running a minute later" are far apart: the bound on how soon is
+// generous enough for a loaded two-core machine, where the server's timer
+// and twenty backends being scheduled took 231 ms at load 15 (against a
+// bound of 200 ms then), and the times are logged. The windows before the
+// deadline are wide for the same reason: the child process has 2 s to
+// start its statements, and they must still run 2 s before the deadline,
+// at least a second after the kill, when the server says it looked before
+// its timeout could fire (a query asked for then was once answered only
+// after the deadline).
 func TestKilledClientServerStillStops(t *testing.T) {
 	mon := monitor(t)
 	const n = 20
+	const gracePeriod = 5 * time.Second // gone by then after the deadline
 	app := appName(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+app, childCalls+"="+strconv.Itoa(n))
@@ -101,7 +114,7 @@ func TestKilledClientServerStillStops(t *testing.T) {
 	if line, _ := child.ReadString('\n'); line != "ready\n" {
 		t.Fatalf("child said %q, want ready", line)
 	}
-	deadline := time.Now().Add(1500 * time.Millisecond)
+	deadline := time.Now().Add(5 * time.Second)
 	if _, err := fmt.Fprintln(in, deadline.UnixNano()); err != nil {
 		t.Fatal(err)
 	}
@@ -109,8 +122,8 @@ func TestKilledClientServerStillStops(t *testing.T) {
 		t.Fatalf("child said %q, want started", line)
 	}
 	for activeSleeps(t, mon, app) < n {
-		if time.Until(deadline) < 700*time.Millisecond {
-			t.Fatalf("only %d of %d statements running 700ms before the deadline", activeSleeps(t, mon, app), n)
+		if time.Until(deadline) < 3*time.Second {
+			t.Fatalf("only %d of %d statements running 3s before the deadline", activeSleeps(t, mon, app), n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -121,17 +134,18 @@ func TestKilledClientServerStillStops(t *testing.T) {
 	killed = true
 	t.Logf("client killed %v before the deadline", time.Until(deadline))
 
-	// The margins: the statements must still run 100 ms before the deadline
-	// (the server-side timeout is the deadline less the 10 ms reserve), and
-	// no longer sleep 200 ms after it (the server's timer and twenty
-	// backends being scheduled on a loaded two-core machine). Both are far
-	// from the 5 s the statements would otherwise run.
-	time.Sleep(time.Until(deadline.Add(-100 * time.Millisecond)))
-	if got := activeSleeps(t, mon, app); got != n {
-		t.Errorf("%d of %d statements still running 100ms before the deadline, want all: the kill must not be what stops them", got, n)
+	// The server-side timeout is the deadline less the 10 ms reserve: seen
+	// by the server before then, the statements must all still run, or the
+	// kill is what stopped them.
+	time.Sleep(time.Until(deadline.Add(-2 * time.Second)))
+	if got, at := sleepsAt(t, mon, app); at.After(deadline.Add(-10 * time.Millisecond)) {
+		t.Logf("the server looked at its sessions only %v before the deadline, too late to tell whether the kill stopped them", deadline.Sub(at))
+	} else if got != n {
+		t.Errorf("%d of %d statements still running %v before the deadline, want all: the kill must not be what stops them",
+			got, n, deadline.Sub(at).Round(time.Millisecond))
 	}
 	var first, gone time.Time
-	for limit := deadline.Add(time.Second); time.Now().Before(limit); time.Sleep(2 * time.Millisecond) {
+	for limit := deadline.Add(gracePeriod); time.Now().Before(limit); time.Sleep(2 * time.Millisecond) {
 		left := activeSleeps(t, mon, app)
 		if left < n && first.IsZero() {
 			first = time.Now()
@@ -142,11 +156,24 @@ func TestKilledClientServerStillStops(t *testing.T) {
 		}
 	}
 	if gone.IsZero() {
-		t.Fatalf("statements still running 1s after the deadline of a dead client")
+		t.Fatalf("%d statements of a dead client still running %v after its deadline: the server did not stop them",
+			activeSleeps(t, mon, app), gracePeriod)
 	}
 	t.Logf("statements of the dead client: first gone %v after the deadline, all gone %v after it",
 		first.Sub(deadline), gone.Sub(deadline))
-	if gone.After(deadline.Add(200 * time.Millisecond)) {
-		t.Errorf("statements of the dead client ran until %v after the deadline, want at most 200ms", gone.Sub(deadline))
+}
+
+// sleepsAt is activeSleeps with the server's clock read after it looked.
+func sleepsAt(t *testing.T, mon *pgx.Conn, app string) (int, time.Time) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), serverWait)
+	defer cancel()
+	var n int
+	var at time.Time
+	err := mon.QueryRow(ctx, `SELECT count(*) FILTER (WHERE application_name = $1 AND state = 'active'
+		AND wait_event = 'PgSleep'), clock_timestamp() FROM pg_stat_activity`, app).Scan(&n, &at)
+	if err != nil {
+		t.Fatalf("pg_stat_activity: %v", err)
 	}
+	return n, at
 }

@@ -81,9 +81,13 @@ func TestLongBudgetClamped(t *testing.T) {
 
 // TestPushedLimitOnlyLowers is the regression test for limits that only
 // ever lower: a session's statement_timeout of 1 s (set at connection time,
-// as a role's or database's would be, or by SET after connecting) stops
-// pg_sleep(2.5) at 1 s on a plain pool, and must through this package too,
-// under a 10 s budget.
+// as a role's or database's would be, or by SET after connecting) stops a
+// statement at 1 s on a plain pool, and must through this package too,
+// under a 30 s budget. The statement is longSleep, so that the limit not
+// applied is unmistakable: the budget's timeout would stop it at about
+// 30 s. The bound, half of that, leaves room for a loaded machine, where
+// the first statement also waits for a new connection (seen to take over
+// 5 s); the statement cannot end before the session's second.
 func TestPushedLimitOnlyLowers(t *testing.T) {
 	t.Parallel()
 	for _, how := range []string{"startup parameter", "SET after connecting"} {
@@ -101,17 +105,18 @@ func TestPushedLimitOnlyLowers(t *testing.T) {
 			p := newPoolFrom(t, cfg)
 			for _, m := range methods {
 				t.Run(m.name, func(t *testing.T) {
-					ctx, cancel := budget.Start(context.Background(), 10*time.Second)
+					const budgetLen = 30 * time.Second
+					ctx, cancel := budget.Start(context.Background(), budgetLen)
 					defer cancel()
 					start := time.Now()
-					err := m.run(ctx, p, "SELECT pg_sleep(2.5)")
+					err := m.run(ctx, p, longSleep)
 					took := time.Since(start)
 					var pe *pgconn.PgError
 					if !errors.As(err, &pe) || pe.Code != "57014" {
 						t.Fatalf("err = %v after %v, want the session's statement_timeout (57014)", err, took)
 					}
-					if took > 2*time.Second {
-						t.Errorf("stopped after %v, want about the session's 1 s", took)
+					if took < time.Second || took > budgetLen/2 {
+						t.Errorf("stopped after %v, want the session's 1 s (the budget's timeout would be %v)", took, budgetLen)
 					}
 				})
 			}
@@ -126,7 +131,10 @@ func TestPushedLimitOnlyLowers(t *testing.T) {
 }
 
 // TestLockTimeoutOnlyLowers: a session's lock_timeout of 200 ms ends a lock
-// wait at 200 ms under a 10 s budget, as on a plain pool.
+// wait at 200 ms under a 30 s budget, as on a plain pool. The budget's own
+// lock timeout would end it at 27 s; the bound, a third of that, leaves room
+// for the pool's second connection being opened on a loaded machine (seen
+// to take over 5 s), and the wait cannot end before the session's 200 ms.
 func TestLockTimeoutOnlyLowers(t *testing.T) {
 	t.Parallel()
 	cfg := poolConfig(t, 2, appName(t))
@@ -134,7 +142,7 @@ func TestLockTimeoutOnlyLowers(t *testing.T) {
 	p := newPoolFrom(t, cfg)
 	unlock := lockKey(t, p, 424201)
 	defer unlock()
-	ctx, cancel := budget.Start(context.Background(), 10*time.Second)
+	ctx, cancel := budget.Start(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
 	_, err := p.Exec(ctx, "SELECT pg_advisory_lock(424201)")
@@ -143,8 +151,8 @@ func TestLockTimeoutOnlyLowers(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Code != "55P03" {
 		t.Fatalf("err = %v after %v, want the session's lock_timeout (55P03)", err, took)
 	}
-	if took > 2*time.Second {
-		t.Errorf("lock wait ended after %v, want about the session's 200 ms", took)
+	if took < 200*time.Millisecond || took > 9*time.Second {
+		t.Errorf("lock wait ended after %v, want the session's 200 ms (the budget's lock timeout would be 27 s)", took)
 	}
 }
 
