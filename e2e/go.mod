@@ -4,9 +4,9 @@ go 1.26.0
 
 require (
 	connectrpc.com/connect v1.21.1
-	github.com/timebudget/budget v0.3.0
-	github.com/timebudget/budget/grpcbudget v0.3.0
-	github.com/timebudget/budget/otelbudget v0.3.0
+	github.com/timebudget/budget v0.3.1
+	github.com/timebudget/budget/grpcbudget v0.3.1
+	github.com/timebudget/budget/otelbudget v0.3.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	go.uber.org/goleak v1.3.0
