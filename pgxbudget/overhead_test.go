@@ -46,32 +46,38 @@ func TestOverheadRatio(t *testing.T) {
 		func(ctx context.Context, x *int) error { return p.QueryRow(ctx, "SELECT 1").Scan(x) },
 		func(ctx context.Context, x *int) error { return batch.QueryRow(ctx, "SELECT 1").Scan(x) },
 	}
-	took := make([][]time.Duration, len(calls))
-	var x int
-	for i := range n + 100 {
-		for k := range calls {
-			j := (i + k) % len(calls) // each takes every place in turn
-			ctx, cancel := budget.Start(context.Background(), time.Second)
-			s := time.Now()
-			err := calls[j](ctx, &x)
-			d := time.Since(s)
-			cancel()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if i >= 100 { // warmed up: statements prepared on the connection
-				took[j] = append(took[j], d)
+	// measure runs the calls n times each after 100 of warm-up and returns
+	// the p50 ratios against plain pgx: pgxbudget's, and through a pgx.Batch.
+	measure := func() (ratio, batchRatio float64) {
+		took := make([][]time.Duration, len(calls))
+		var x int
+		for i := range n + 100 {
+			for k := range calls {
+				j := (i + k) % len(calls) // each takes every place in turn
+				ctx, cancel := budget.Start(context.Background(), time.Second)
+				s := time.Now()
+				err := calls[j](ctx, &x)
+				d := time.Since(s)
+				cancel()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i >= 100 { // warmed up: statements prepared on the connection
+					took[j] = append(took[j], d)
+				}
 			}
 		}
+		for _, d := range took {
+			slices.Sort(d)
+		}
+		a, b, c := took[0], took[1], took[2]
+		ratio = float64(b[n/2]) / float64(a[n/2])
+		t.Logf("SELECT 1 p50: plain pgx %v, pgxbudget %v, ratio %.3f; p10: %v, %v; p90: %v, %v",
+			a[n/2], b[n/2], ratio, a[n/10], b[n/10], a[n*9/10], b[n*9/10])
+		t.Logf("through a pgx.Batch instead: p50 %v, ratio %.3f", c[n/2], float64(c[n/2])/float64(a[n/2]))
+		return ratio, float64(c[n/2]) / float64(a[n/2])
 	}
-	for _, d := range took {
-		slices.Sort(d)
-	}
-	a, b, c := took[0], took[1], took[2]
-	ratio := float64(b[n/2]) / float64(a[n/2])
-	t.Logf("SELECT 1 p50: plain pgx %v, pgxbudget %v, ratio %.3f; p10: %v, %v; p90: %v, %v",
-		a[n/2], b[n/2], ratio, a[n/10], b[n/10], a[n*9/10], b[n*9/10])
-	t.Logf("through a pgx.Batch instead: p50 %v, ratio %.3f", c[n/2], float64(c[n/2])/float64(a[n/2]))
+	ratio, batchRatio := measure()
 	// The ratio against plain pgx depends on how busy the machine is (2.10
 	// was seen with other tests running beside it, 1.15-1.3 alone), so it is
 	// asserted only on request; BENCHMARKS.md reports it. What holds on any
@@ -81,8 +87,17 @@ func TestOverheadRatio(t *testing.T) {
 	}
 	// The direct pipeline exists to be cheaper than the pgx.Batch path it
 	// replaced (up to 0.11 of plain pgx's time cheaper in the runs measured); in
-	// the same run it must at least not be dearer, with 0.03 for noise.
-	if batchRatio := float64(c[n/2]) / float64(a[n/2]); ratio > batchRatio+0.03 {
-		t.Errorf("direct path p50 ratio %.3f, through a pgx.Batch %.3f: the direct path should not cost more", ratio, batchRatio)
+	// the same run it must at least not be dearer, with 0.03 for noise. A p50
+	// of 400 calls on a loaded machine can miss that by chance (1.298 against
+	// 1.255 was seen once in a full make test), so a run that misses is
+	// measured again, up to three times in all: a direct path that really
+	// costs more misses every time.
+	for try := 1; ratio > batchRatio+0.03; try++ {
+		if try == 3 {
+			t.Errorf("direct path p50 ratio %.3f, through a pgx.Batch %.3f, in the third of three measurements: the direct path should not cost more", ratio, batchRatio)
+			break
+		}
+		t.Logf("direct path p50 ratio %.3f, through a pgx.Batch %.3f: measuring again", ratio, batchRatio)
+		ratio, batchRatio = measure()
 	}
 }
