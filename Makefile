@@ -25,6 +25,9 @@ export BUDGET_TEST_AMQP ?= amqp://guest:guest@127.0.0.1:5672/
 endif
 
 MODULES := $(shell find . -name go.mod -not -path './out/*' -not -path './.test-summary/*' -printf '%h\n' | sort)
+# Every module's packages, for the guards: in the workspace one go command
+# takes them all and loads what the modules share once.
+PACKAGES := $(addsuffix /...,$(MODULES))
 GOTEST_FLAGS ?= -race -shuffle=on -count=1 -timeout=8m
 
 STATICCHECK_VERSION := v0.8.2
@@ -47,6 +50,12 @@ NOWORK_ENV = GOWORK=off GOFLAGS= GOPROXY=file://$(PROXY_DIR),$$(go env GOPROXY) 
 # failed NAME records a failure by name for the summary; it never stops the run.
 failed = { echo "$(1)" >> $(FAILURES); }
 
+# permodule CMD,NAME, after CMD failed over every module at once, runs CMD in
+# each module on its own to record the failure by module ("NAME ./dir"), or
+# as NAME alone when no module fails on its own.
+permodule = n=$$(wc -l < $(FAILURES)); for m in $(MODULES); do (cd $$m && $(1) >/dev/null 2>&1) || $(call failed,$(2) $$m); done; \
+	[ $$(wc -l < $(FAILURES)) -gt $$n ] || $(call failed,$(2))
+
 test:
 	@rm -rf $(SUMMARY_DIR); mkdir -p $(SUMMARY_DIR); touch $(FAILURES) $(SUMMARY_DIR)/counts
 	@$(MAKE) --no-print-directory guards unit release-check unit-nowork; \
@@ -62,14 +71,14 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; $(call failed,guard: gofmt); else echo "guard: gofmt clean"; fi
 
 vet:
-	@mkdir -p $(SUMMARY_DIR); ok=1; for m in $(MODULES); do (cd $$m && go vet ./...) || { ok=0; $(call failed,guard: go vet $$m); }; done; \
-	[ $$ok = 1 ] && echo "guard: go vet clean" || true
+	@mkdir -p $(SUMMARY_DIR); touch $(FAILURES); if go vet $(PACKAGES); then echo "guard: go vet clean"; \
+	else $(call permodule,go vet ./...,guard: go vet); fi
 
 # staticcheck with every check on (staticcheck.conf says which are off and
 # why): each finding it reports is worth fixing, so the lint must stay clean.
 lint:
-	@mkdir -p $(SUMMARY_DIR); ok=1; for m in $(MODULES); do (cd $$m && $(STATICCHECK) ./...) || { ok=0; $(call failed,guard: staticcheck $$m); }; done; \
-	[ $$ok = 1 ] && echo "guard: staticcheck clean" || true
+	@mkdir -p $(SUMMARY_DIR); touch $(FAILURES); if $(STATICCHECK) $(PACKAGES); then echo "guard: staticcheck clean"; \
+	else $(call permodule,$(STATICCHECK) ./...,guard: staticcheck); fi
 
 # The root module is a promise: no requirements, and nothing outside the standard library.
 root-stdlib:
