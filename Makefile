@@ -87,13 +87,27 @@ root-stdlib:
 	if [ -n "$$bad" ]; then echo "root module imports non-stdlib packages:"; echo "$$bad"; $(call failed,guard: root module imports non-stdlib packages); \
 	else echo "guard: root module is stdlib-only"; fi
 
+# The packages in ALONE run on their own, after the rest of their module:
 # cmd/budget's demo tests measure real requests on loopback against 100 ms
-# budgets; its packages run one at a time so that the CPU-heavy analyzer tests
-# of budget vet do not starve them. A module whose go test fails without a
-# failing test (a build error, a panic, a timeout) is named by the filter.
+# budgets, and must not share the machine with the CPU-heavy tests of the
+# same module (the analyzers of budget vet, the audit, the simulator). Every
+# other package runs as go test runs them, two at a time on two cores.
+ALONE := github.com/timebudget/budget/cmd/budget/internal/demo
+
+# gotest DIR,ARGS,FILTER-OPERANDS,NAME runs go test ARGS in DIR through the
+# filter; a go test that fails without a failing test (a build error, a
+# panic, a timeout) is recorded as NAME.
+gotest = n=$$(wc -l < $(FAILURES)); (cd $(1) && go test -json $(2) 2>&1 | $(GOTEST_FILTER) $(3)) || \
+	{ [ $$(wc -l < $(FAILURES)) -gt $$n ] || $(call failed,$(4)); }
+
 unit:
-	@mkdir -p $(SUMMARY_DIR); for m in $(MODULES); do echo "== go test $$m"; p=""; [ "$$m" = ./cmd/budget ] && p="-p 1"; \
-		n=$$(wc -l < $(FAILURES)); (cd $$m && go test $(GOTEST_FLAGS) $$p -json ./... 2>&1 | $(GOTEST_FILTER)) || { [ $$(wc -l < $(FAILURES)) -gt $$n ] || $(call failed,$$m: go test failed (see above)); }; done
+	@mkdir -p $(SUMMARY_DIR); touch $(FAILURES); for m in $(MODULES); do echo "== go test $$m"; \
+		alone=$$(cd $$m && go list ./... 2>/dev/null | grep -xF $(addprefix -e ,$(ALONE))); rest=./...; \
+		[ -z "$$alone" ] || rest=$$(cd $$m && go list ./... | grep -vxF $(addprefix -e ,$(ALONE))); \
+		for pkgs in "$$rest" $$alone; do \
+			$(call gotest,$$m,$(GOTEST_FLAGS) $$pkgs,,$$m: go test failed (see above)); \
+		done; \
+	done
 
 # Install every released module from a directory module proxy, as a user
 # outside the repository would (internal/releasecheck; RELEASING.md).
@@ -106,8 +120,9 @@ release-check:
 # released versions (from the release check's proxy), everything else as go.sum
 # pins it.
 unit-nowork:
-	@mkdir -p $(SUMMARY_DIR); for m in $(MODULES); do echo "== GOWORK=off go test $$m"; \
-		n=$$(wc -l < $(FAILURES)); (cd $$m && $(NOWORK_ENV) go test -count=1 -short -timeout=8m -json ./... 2>&1 | $(GOTEST_FILTER) label=nowork) || { [ $$(wc -l < $(FAILURES)) -gt $$n ] || $(call failed,[nowork] $$m: go test failed (see above)); }; done
+	@mkdir -p $(SUMMARY_DIR); touch $(FAILURES); export $(NOWORK_ENV); for m in $(MODULES); do echo "== GOWORK=off go test $$m"; \
+		$(call gotest,$$m,-count=1 -short -timeout=8m ./...,label=nowork,[nowork] $$m: go test failed (see above)); \
+	done
 
 # The closing summary: why tests were skipped (grouped by reason), every
 # failure by name, then one line with the counts over every run above. It
