@@ -12,29 +12,48 @@
 package conformance
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 	"testing"
 )
 
-// build compiles the suite's runner and the programs under test into dir.
+// build compiles the suite's runner and the programs under test into dir,
+// both builds at once.
 func build(t *testing.T, dir string) {
 	t.Helper()
-	run := func(where string, env []string, args ...string) {
+	run := func(where string, env []string, args ...string) error {
 		cmd := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, args...)...)
 		cmd.Dir = where
 		cmd.Env = append(os.Environ(), env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %v: %v\n%s", args, err, out)
+			return fmt.Errorf("go build %v: %v\n%s", args, err, out)
 		}
+		return nil
 	}
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
 	// The suite's tools build from this module alone: in the workspace,
 	// other modules' newer gRPC would meet the suite's old genproto.
-	run(".", []string{"GOWORK=off"}, "connectrpc.com/conformance/cmd/connectconformance")
-	run(filepath.Join("..", ".."), nil, "./internal/sut/cmd/server", "./internal/sut/cmd/client")
+	wg.Go(func() {
+		errs[0] = run(".", []string{"GOWORK=off"}, "connectrpc.com/conformance/cmd/connectconformance")
+	})
+	wg.Go(func() {
+		errs[1] = run(filepath.Join("..", ".."), nil, "./internal/sut/cmd/server", "./internal/sut/cmd/client")
+	})
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
 }
 
 var (
@@ -42,65 +61,107 @@ var (
 	resultRE = regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed`)
 )
 
-type outcome struct{ total, passed, failed int }
+// run is one run of the suite: connectconformance in a mode against one
+// variant of the program under test.
+type run struct {
+	mode    string
+	variant []string // the program and its flags
+	clean   bool     // every case must pass (not the plain baseline)
 
-// suite runs connectconformance in mode against the program under test.
-// With clean, every case must pass; without it (the plain baseline) the
-// failures are only logged: plain connect-go's server has been seen to fail
-// a timeout case on a busy machine (its deadline firing while it wrote the
-// error), which the answer margin of connectbudget's interceptor avoids.
-func suite(t *testing.T, bin, mode string, clean bool, program ...string) outcome {
-	t.Helper()
-	args := []string{"--mode", mode, "--conf", "config.yaml"}
+	out                   []byte
+	err                   error // connectconformance's exit status
+	found                 bool  // out has the suite's summary
+	total, passed, failed int
+}
+
+// do runs the suite. It is safe to call from any goroutine: what it found
+// is reported by check, on the test's.
+func (r *run) do(bin string) {
+	args := []string{"--mode", r.mode, "--conf", "config.yaml"}
 	if testing.Short() {
 		// The cases this module exists for, in about a tenth of the time:
 		// make test's second pass (GOWORK=off, -short) runs these.
 		args = append(args, "--run", "Timeouts/**", "--run", "Deadline Propagation/**")
 	}
 	args = append(args, "--")
-	args = append(args, program...)
-	cmd := exec.Command(filepath.Join(bin, "connectconformance"), args...)
-	out, err := cmd.CombinedOutput()
-	total, result := totalRE.FindSubmatch(out), resultRE.FindSubmatch(out)
+	args = append(args, r.variant...)
+	r.out, r.err = exec.Command(filepath.Join(bin, "connectconformance"), args...).CombinedOutput()
+	total, result := totalRE.FindSubmatch(r.out), resultRE.FindSubmatch(r.out)
 	if total == nil || result == nil {
-		t.Fatalf("connectconformance %v: %v, and no summary:\n%s", args, err, out)
+		return
 	}
-	var o outcome
-	o.total, _ = strconv.Atoi(string(total[1]))
-	o.passed, _ = strconv.Atoi(string(result[1]))
-	o.failed, _ = strconv.Atoi(string(result[2]))
-	if (err != nil || o.failed > 0) && !clean {
-		t.Logf("baseline: connectconformance --mode %s %v: %d of %d cases failed (%v):\n%s", mode, program, o.failed, o.total, err, out)
-	} else if err != nil || o.failed > 0 {
-		t.Errorf("connectconformance --mode %s %v: %d of %d cases failed (%v):\n%s", mode, program, o.failed, o.total, err, out)
+	r.found = true
+	r.total, _ = strconv.Atoi(string(total[1]))
+	r.passed, _ = strconv.Atoi(string(result[1]))
+	r.failed, _ = strconv.Atoi(string(result[2]))
+}
+
+// check reports r's outcome. Without clean (the plain baseline) the
+// failures are only logged: plain connect-go's server has been seen to fail
+// a timeout case on a busy machine (its deadline firing while it wrote the
+// error), which the answer margin of connectbudget's interceptor avoids.
+func (r *run) check(t *testing.T) {
+	t.Helper()
+	switch {
+	case !r.found:
+		t.Errorf("connectconformance --mode %s %v: %v, and no summary:\n%s", r.mode, r.variant, r.err, r.out)
+	case (r.err != nil || r.failed > 0) && !r.clean:
+		t.Logf("baseline: connectconformance --mode %s %v: %d of %d cases failed (%v):\n%s", r.mode, r.variant, r.failed, r.total, r.err, r.out)
+	case r.err != nil || r.failed > 0:
+		t.Errorf("connectconformance --mode %s %v: %d of %d cases failed (%v):\n%s", r.mode, r.variant, r.failed, r.total, r.err, r.out)
 	}
-	return o
 }
 
 func TestConformance(t *testing.T) {
 	bin := t.TempDir()
 	build(t, bin)
-	server, client := filepath.Join(bin, "server"), filepath.Join(bin, "client")
 	for _, mode := range []string{"server", "client"} {
-		program := server
-		if mode == "client" {
-			program = client
+		program := filepath.Join(bin, mode)
+		// The baseline, then connectbudget's interceptors alone and with
+		// "-streams", which adds per-message budgets and idle timeouts
+		// (10 s, beyond every delay of the suite), so that the stream
+		// wrappers meet every case too.
+		runs := []*run{
+			{mode: mode, variant: []string{program, "-plain"}},
+			{mode: mode, variant: []string{program}, clean: true},
+			{mode: mode, variant: []string{program, "-streams"}, clean: true},
 		}
-		// One run at a time, baseline first: the suite runs its cases in
-		// parallel already. "-streams" adds per-message budgets and idle
-		// timeouts (10 s, beyond every delay of the suite) to the
-		// interceptors, so that the stream wrappers meet every case too.
-		plain := suite(t, bin, mode, false, program, "-plain")
-		for _, variant := range [][]string{{program}, {program, "-streams"}} {
-			ours := suite(t, bin, mode, true, variant...)
-			t.Logf("%s mode %v: with connectbudget %d of %d cases pass; plain connect-go %d of %d",
-				mode, variant[1:], ours.passed, ours.total, plain.passed, plain.total)
-			if ours.total != plain.total || ours.passed < plain.passed {
-				t.Errorf("%s mode %v: with connectbudget %d of %d cases pass, fewer than plain connect-go's %d of %d",
-					mode, variant[1:], ours.passed, ours.total, plain.passed, plain.total)
+		if mode == "server" {
+			// One run at a time: the suite's reference client runs its
+			// cases in parallel already, and keeps a core busy doing so.
+			for _, r := range runs {
+				r.do(bin)
+			}
+		} else {
+			// The three runs at once: the client under test runs eight
+			// cases at a time, and a run mostly waits on the suite's
+			// delays (under half a core each; three at once take about
+			// the wall time of one).
+			var wg sync.WaitGroup
+			for _, r := range runs {
+				wg.Go(func() { r.do(bin) })
+			}
+			wg.Wait()
+		}
+		plain := runs[0]
+		for _, r := range runs {
+			r.check(t)
+		}
+		for _, ours := range runs[1:] {
+			if !ours.found {
+				continue
 			}
 			if ours.passed == 0 {
-				t.Errorf("%s mode %v: no case ran", mode, variant[1:])
+				t.Errorf("%s mode %v: no case ran", mode, ours.variant[1:])
+			}
+			if !plain.found {
+				continue
+			}
+			t.Logf("%s mode %v: with connectbudget %d of %d cases pass; plain connect-go %d of %d",
+				mode, ours.variant[1:], ours.passed, ours.total, plain.passed, plain.total)
+			if ours.total != plain.total || ours.passed < plain.passed {
+				t.Errorf("%s mode %v: with connectbudget %d of %d cases pass, fewer than plain connect-go's %d of %d",
+					mode, ours.variant[1:], ours.passed, ours.total, plain.passed, plain.total)
 			}
 		}
 	}
