@@ -98,12 +98,31 @@ const (
 	oneAccept  = 1
 )
 
-// Admit reports whether an attempt should start now in ctx's budget: the time
-// available is ctx's remaining time less its reserve, and the attempt's class
-// is ctx's ([CriticalityFrom]). It is [Op.AdmitAt] with the present time, for
-// that class; it does not look at Limit. It records nothing and takes no probe
-// slot, so tools and pages may call it freely. It reads the clock once and
-// allocates nothing.
+// Ask is an attempt as an [Op]'s admission sees it: the time it could
+// use, its class and whether its caller sent it as a probe. [Op.Admit]
+// reads it from a context; [Op.AdmitAt] and [Op.BeginAt] take it as it is,
+// for attempts run on a clock of the caller's. It is a plain value; the
+// zero Ask is an attempt of the default class with no time at all.
+type Ask struct {
+	// Available is the time the attempt could use: its remaining time less
+	// the reserve, as [Reading.Available] states it. A value of
+	// time.Duration(math.MaxInt64) stands for no deadline at all.
+	Available time.Duration
+	// Criticality is the attempt's class (see [Op]); a value outside the
+	// three classes is taken as the nearest one.
+	Criticality Criticality
+	// Probe reports that the attempt's caller sends it to find out whether
+	// the dependency has recovered: an op upstream admitted the call as a
+	// probe ([IsProbe]). See [Op] for how an op admits it.
+	Probe bool
+}
+
+// Admit reports whether an attempt should start now in ctx's budget: the
+// time available is ctx's remaining time less its reserve, and the attempt's
+// class and probe mark are ctx's ([CriticalityFrom], [IsProbe]). It is
+// [Op.AdmitAt] at the present time; it does not look at Limit. It records
+// nothing and takes no probe slot, so tools and pages may call it freely. It
+// reads the clock once and allocates nothing.
 func (o *Op) Admit(ctx context.Context) Admission {
 	if o == nil {
 		return Admission{} // a nil op admits nothing, as its Do runs nothing
@@ -113,18 +132,20 @@ func (o *Op) Admit(ctx context.Context) Admission {
 	if ok {
 		avail = remaining - stateOf(ctx).reserveOrZero()
 	}
-	return o.decide(mono(now), avail, CriticalityFrom(ctx))
+	return o.AdmitAt(now, Ask{Available: avail, Criticality: CriticalityFrom(ctx), Probe: IsProbe(ctx)})
 }
 
-// AdmitAt reports whether an attempt of the default class with available time
-// left (remaining less reserve) should start at now, by its measurements
-// (Limit is not looked at). It neither records anything nor takes a probe
-// slot. It allocates nothing.
-func (o *Op) AdmitAt(now time.Time, available time.Duration) Admission {
+// AdmitAt reports whether an attempt a should start at now, by the op's
+// measurements, its prior and its stall check (Limit, probes and error-rate
+// throttling are not looked at). It neither records anything nor takes a
+// probe slot: it answers "would the estimate let this through?", as a retry
+// asks before it waits for its backoff. It allocates nothing.
+func (o *Op) AdmitAt(now time.Time, a Ask) Admission {
+	c := clampCriticality(a.Criticality)
 	if o == nil {
-		return Admission{Available: available}
+		return Admission{Available: a.Available, Criticality: c}
 	}
-	return o.decide(mono(now), available, DefaultCriticality)
+	return o.decide(mono(now), a.Available, c)
 }
 
 func (o *Op) decide(m int64, available time.Duration, c Criticality) Admission {

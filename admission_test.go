@@ -63,7 +63,7 @@ func TestShortDeadlineCallersRefuseOnlyCallersLikeThemselves(t *testing.T) {
 		}
 		// Callers like the short ones are still refused: the data say they
 		// cannot finish.
-		if dec := op.AdmitAt(time.Now(), 2500*time.Microsecond); dec.Admit {
+		if dec := op.AdmitAt(time.Now(), budget.Ask{Available: 2500 * time.Microsecond}); dec.Admit {
 			t.Fatalf("a 2.5 ms caller was admitted: %+v", dec)
 		}
 	})
@@ -153,7 +153,7 @@ func TestHighTrafficOpFollowsAShiftWithinASecond(t *testing.T) {
 		for range 10000 { // now every call takes 200ms and is cut off at 100ms
 			op.Estimator.RecordCensored(100 * time.Millisecond)
 			time.Sleep(100 * time.Microsecond)
-			if !op.AdmitAt(time.Now(), 100*time.Millisecond).Admit {
+			if !op.AdmitAt(time.Now(), budget.Ask{Available: 100 * time.Millisecond}).Admit {
 				break
 			}
 		}
@@ -310,7 +310,7 @@ func TestAdmissionProperty(t *testing.T) {
 				op.Estimator.RecordCensoredAt(now, deadline)
 			}
 		}
-		if op.AdmitAt(now, time.Duration(2*p99)).Admit {
+		if op.AdmitAt(now, budget.Ask{Available: time.Duration(2 * p99)}).Admit {
 			admitted++
 		}
 	}

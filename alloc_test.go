@@ -65,7 +65,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 		"Admit":     func() { op.Admit(ctx) },
 		"BeginAt and EndAt": func() {
 			now := time.Now()
-			dec := op.BeginAt(now, time.Hour)
+			dec := op.BeginAt(now, budget.Ask{Available: time.Hour})
 			op.EndAt(now, now.Add(time.Millisecond), budget.OutcomeOK, dec.Probe)
 		},
 		"Estimator.Record":         func() { e.Record(3 * time.Millisecond) },

@@ -26,12 +26,12 @@ func ExampleWithCriticality() {
 
 // An op with a Limit of 4 runs two sheddable attempts at most, three of
 // the default class, and keeps the fourth slot for critical work.
-func ExampleOp_BeginClassAt() {
+func ExampleOp_BeginAt_criticality() {
 	op := &budget.Op{Name: "payments", Limit: 4}
 	now := time.Now()
 	for _, c := range []budget.Criticality{budget.Sheddable, budget.Sheddable, budget.Sheddable,
 		budget.DefaultCriticality, budget.DefaultCriticality, budget.Critical, budget.Critical} {
-		dec := op.BeginClassAt(now, time.Second, c)
+		dec := op.BeginAt(now, budget.Ask{Available: time.Second, Criticality: c})
 		fmt.Println(c, dec.Admit, dec.Shed)
 	}
 	// Output:

@@ -121,7 +121,7 @@ func TestOpClassesAreOrdered(t *testing.T) {
 		avail := time.Duration(ms) * time.Millisecond
 		var admit [3]bool
 		for i, c := range classes {
-			dec := op.BeginClassAt(base, avail, c)
+			dec := op.BeginAt(base, budget.Ask{Available: avail, Criticality: c})
 			admit[i] = dec.Admit
 			if dec.Admit {
 				op.EndAt(base, base, budget.OutcomeCanceled, false) // says nothing of latency
@@ -147,7 +147,7 @@ func TestOpClassesAreOrdered(t *testing.T) {
 		want  [3]bool
 	}{{60 * time.Millisecond, [3]bool{false, true, true}}, {25 * time.Millisecond, [3]bool{false, false, true}}, {5 * time.Millisecond, [3]bool{}}} {
 		for i, c := range classes {
-			dec := op.BeginClassAt(base, tc.avail, c)
+			dec := op.BeginAt(base, budget.Ask{Available: tc.avail, Criticality: c})
 			if dec.Admit {
 				op.EndAt(base, base, budget.OutcomeCanceled, false)
 			}
@@ -168,7 +168,7 @@ func TestOpLimitSharesByClass(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	op := &budget.Op{Name: "dep", Limit: 8}
 	begin := func(c budget.Criticality) budget.Admission {
-		return op.BeginClassAt(now, time.Second, c)
+		return op.BeginAt(now, budget.Ask{Available: time.Second, Criticality: c})
 	}
 	for i := range 4 {
 		if !begin(budget.Sheddable).Admit {
@@ -319,7 +319,7 @@ func simulateShortage(load float64) (offered, admitted, inBudget [3]int, served 
 			i = 0
 		}
 		offered[i]++
-		if !op.BeginClassAt(now, budgetT, classes[i]).Admit {
+		if !op.BeginAt(now, budget.Ask{Available: budgetT, Criticality: classes[i]}).Admit {
 			continue
 		}
 		admitted[i]++

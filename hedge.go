@@ -167,7 +167,7 @@ func (h *Hedge) delay(op *Op, now time.Time) (time.Duration, bool) {
 // retry quota has a retry for it. Each refusal is recorded.
 func (h *Hedge) allow(ctx context.Context, op *Op) bool {
 	r := read(ctx)
-	if dec := op.AdmitAt(r.now, r.available); !dec.Admit {
+	if dec := op.AdmitAt(r.now, Ask{Available: r.available, Criticality: CriticalityFrom(ctx)}); !dec.Admit {
 		_ = suppress(ctx, r, op, 2, OutcomeInsufficient, dec.Needed, nil)
 		return false
 	}

@@ -76,3 +76,32 @@ func (o slogObserver) Observe(ctx context.Context, ev Event) {
 	}
 	o.l.LogAttrs(ctx, level, "budget "+ev.Kind.String(), attrs...)
 }
+
+// Observers returns an [Observer] that hands each event to every observer
+// of obs in turn, skipping nil ones: one set of events for a debug page and
+// for metrics, say. It returns nil when obs holds no observer, and the
+// observer itself when it holds one. The result is safe for concurrent use
+// when each observer is.
+func Observers(obs ...Observer) Observer {
+	var list multiObserver
+	for _, o := range obs {
+		if o != nil {
+			list = append(list, o)
+		}
+	}
+	switch len(list) {
+	case 0:
+		return nil
+	case 1:
+		return list[0]
+	}
+	return list
+}
+
+type multiObserver []Observer
+
+func (m multiObserver) Observe(ctx context.Context, ev Event) {
+	for _, o := range m {
+		o.Observe(ctx, ev)
+	}
+}

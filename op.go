@@ -299,30 +299,21 @@ func (o *Op) execute(ctx context.Context, r reading, dec Admission, ro runOpts, 
 	return err
 }
 
-// BeginAt is the admission an attempt of the op passes in [Op.Do], at now
-// with available time left (remaining less reserve): the estimate, the
-// stall check, probes and error-rate throttling. When it admits, the
-// attempt counts as started, its Cap bounds it (a probe's shorter time
-// included), and its end must be reported with [Op.EndAt]. Do and [Call]
-// do all of this themselves; BeginAt and EndAt are for attempts run on a
-// clock of their own, as budget sim runs them on virtual time, so that what
-// they decide is what the op decides. BeginAt emits no events and
-// allocates nothing.
-func (o *Op) BeginAt(now time.Time, available time.Duration) Admission {
-	return o.BeginClassAt(now, available, DefaultCriticality)
-}
-
-// BeginClassAt is [Op.BeginAt] for an attempt of class c, which [Op.Do]
-// reads from its context ([CriticalityFrom]): it is judged with the class's
-// margins and share of Limit (see [Op]), so that tests and simulations on
-// virtual time can drive a mix of classes through one op.
-func (o *Op) BeginClassAt(now time.Time, available time.Duration, c Criticality) Admission {
+// BeginAt is the admission attempt a of the op passes in [Op.Do], at now:
+// the estimate, the stall check, the class's share of Limit, probes and
+// error-rate throttling. When it admits, the attempt counts as started, its
+// Cap bounds it (a probe's shorter time included), and its end must be
+// reported with [Op.EndAt]. Do and [Call] do all of this themselves;
+// BeginAt and EndAt are for attempts run on a clock of their own, as budget
+// sim runs them on virtual time, so that what they decide is what the op
+// decides. BeginAt emits no events and allocates nothing.
+func (o *Op) BeginAt(now time.Time, a Ask) Admission {
+	c := clampCriticality(a.Criticality)
 	if o == nil {
-		return Admission{Available: available, Criticality: c}
+		return Admission{Available: a.Available, Criticality: c}
 	}
-	c = clampCriticality(c)
 	m := mono(now)
-	dec := o.admit(m, available, c)
+	dec := o.admit(m, a.Available, c)
 	if dec.Admit {
 		o.started(m)
 	}

@@ -76,10 +76,10 @@ func TestAdmissionSafetyRuleAdmitsHalfTheMedian(t *testing.T) {
 	for range 100 {
 		op.Estimator.RecordAt(now, time.Second)
 	}
-	if d := op.AdmitAt(now, 520*time.Millisecond); !d.Admit || !d.Measured {
+	if d := op.AdmitAt(now, budget.Ask{Available: 520 * time.Millisecond}); !d.Admit || !d.Measured {
 		t.Fatalf("0.52s with median 1s and safety 0.5: %+v, want admit", d)
 	}
-	if d := op.AdmitAt(now, 480*time.Millisecond); d.Admit {
+	if d := op.AdmitAt(now, budget.Ask{Available: 480 * time.Millisecond}); d.Admit {
 		t.Fatalf("0.48s with median 1s and safety 0.5: %+v, want refuse", d)
 	}
 }
@@ -91,17 +91,17 @@ func TestAdmissionProbabilityThreshold(t *testing.T) {
 	for i := range 100 {
 		op.Estimator.RecordAt(now, time.Duration(i+1)*10*time.Millisecond) // 10ms..1s uniform
 	}
-	if d := op.AdmitAt(now, 950*time.Millisecond); !d.Admit {
+	if d := op.AdmitAt(now, budget.Ask{Available: 950 * time.Millisecond}); !d.Admit {
 		t.Fatalf("P(950ms) about 0.95 >= 0.9: %+v", d)
 	}
-	d := op.AdmitAt(now, 500*time.Millisecond)
+	d := op.AdmitAt(now, budget.Ask{Available: 500 * time.Millisecond})
 	if d.Admit || d.Probability < 0.45 || d.Probability > 0.55 {
 		t.Fatalf("P(500ms) about 0.5 < 0.9: %+v", d)
 	}
 	if !near(d.Needed, 900*time.Millisecond) {
 		t.Fatalf("Needed = %v, want about the 0.9 quantile, 900ms", d.Needed)
 	}
-	if d := op.AdmitAt(now, 0); d.Admit {
+	if d := op.AdmitAt(now, budget.Ask{Available: 0}); d.Admit {
 		t.Fatal("nothing left must never be admitted")
 	}
 }
@@ -109,11 +109,11 @@ func TestAdmissionProbabilityThreshold(t *testing.T) {
 func TestUnlearnedOpWithoutPriorAdmits(t *testing.T) {
 	t.Parallel()
 	op := &budget.Op{Name: "new"}
-	if d := op.AdmitAt(time.Now(), time.Millisecond); !d.Admit || d.Measured {
+	if d := op.AdmitAt(time.Now(), budget.Ask{Available: time.Millisecond}); !d.Admit || d.Measured {
 		t.Fatalf("%+v: an op with no prior and no samples admits", d)
 	}
 	op.MinUseful = 5 * time.Millisecond
-	if d := op.AdmitAt(time.Now(), 5*time.Millisecond); d.Admit {
+	if d := op.AdmitAt(time.Now(), budget.Ask{Available: 5 * time.Millisecond}); d.Admit {
 		t.Fatalf("%+v: at MinUseful the attempt is refused", d)
 	}
 }
@@ -330,15 +330,15 @@ func TestRefusedOpDoesNotForgetWhatItLearned(t *testing.T) {
 			op.Estimator.RecordCensored(time.Second) // every call timed out
 		}
 		time.Sleep(20 * time.Millisecond)
-		if op.AdmitAt(time.Now(), 500*time.Millisecond).Admit {
+		if op.AdmitAt(time.Now(), budget.Ask{Available: 500 * time.Millisecond}).Admit {
 			t.Fatal("a dependency known to time out was admitted")
 		}
 		time.Sleep(10 * time.Second) // no samples: everything was refused
-		if d := op.AdmitAt(time.Now(), 500*time.Millisecond); d.Admit || !d.Measured {
+		if d := op.AdmitAt(time.Now(), budget.Ask{Available: 500 * time.Millisecond}); d.Admit || !d.Measured {
 			t.Fatalf("%+v: with its windows empty the op must keep its last estimate", d)
 		}
 		op.Reset()
-		if d := op.AdmitAt(time.Now(), 500*time.Millisecond); !d.Admit || d.Measured {
+		if d := op.AdmitAt(time.Now(), budget.Ask{Available: 500 * time.Millisecond}); !d.Admit || d.Measured {
 			t.Fatalf("%+v: after Reset the op starts over", d)
 		}
 	})

@@ -163,7 +163,7 @@ func (r *Retry) beforeRetry(ctx context.Context, op *Op, n int, last error) erro
 	if rd.hasDeadline {
 		// Asked with the present now: a snapshot of the op's estimate dated
 		// in the future would be recomputed by every caller until then.
-		if dec := op.AdmitAt(now, rd.available-wait); !dec.Admit {
+		if dec := op.AdmitAt(now, Ask{Available: rd.available - wait, Criticality: CriticalityFrom(ctx)}); !dec.Admit {
 			return suppress(ctx, rd, op, n, OutcomeInsufficient, wait+max(dec.Needed, op.MinUseful), last)
 		}
 	}

@@ -27,7 +27,7 @@ func TestBeginAtEndAtOnVirtualTime(t *testing.T) {
 	recovered := time.Duration(-1)
 	for v := time.Duration(0); v < 20*time.Second; v += 10 * time.Millisecond {
 		now := origin.Add(v)
-		dec := op.BeginAt(now, avail)
+		dec := op.BeginAt(now, budget.Ask{Available: avail})
 		if !dec.Admit {
 			refused++
 			continue
@@ -64,7 +64,7 @@ func TestBeginAtEndAtOnVirtualTime(t *testing.T) {
 		t.Errorf("calls readmitted %v after the recovery, %d of 800 admitted", recovered, afterRecovery)
 	}
 	var nilOp *budget.Op
-	if nilOp.BeginAt(origin, avail).Admit {
+	if nilOp.BeginAt(origin, budget.Ask{Available: avail}).Admit {
 		t.Error("a nil op admitted an attempt")
 	}
 	nilOp.EndAt(origin, origin, budget.OutcomeOK, false) // records nothing, does not panic
@@ -81,7 +81,7 @@ func TestRandMakesDecisionsRepeatable(t *testing.T) {
 		var admits []bool
 		for v := time.Duration(0); v < 5*time.Second; v += time.Millisecond {
 			now := origin.Add(v)
-			dec := op.BeginAt(now, time.Second)
+			dec := op.BeginAt(now, budget.Ask{Available: time.Second})
 			admits = append(admits, dec.Admit)
 			if !dec.Admit {
 				continue

@@ -86,13 +86,13 @@ func TestZeroValues(t *testing.T) {
 		// Operations.
 		{"nil Op.Do", func() bool { return misconfigured(nilOp.Do(bg, okFn)) }},
 		{"nil Op.Admit", func() bool { _ = nilOp.Admit(bg); return true }},
-		{"nil Op.AdmitAt", func() bool { _ = nilOp.AdmitAt(zero, 0); return true }},
+		{"nil Op.AdmitAt", func() bool { _ = nilOp.AdmitAt(zero, budget.Ask{}); return true }},
 		{"nil Op.SuggestedTimeout", func() bool { _ = nilOp.SuggestedTimeout(); return true }},
 		{"nil Op.Reset", func() bool { nilOp.Reset(); return true }},
 		{"zero Op", func() bool {
 			o := &budget.Op{}
 			_ = o.Admit(bg)
-			_ = o.AdmitAt(zero, 0)
+			_ = o.AdmitAt(zero, budget.Ask{})
 			_ = o.SuggestedTimeout()
 			o.Reset()
 			return o.Do(bg, okFn) == nil

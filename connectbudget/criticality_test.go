@@ -176,7 +176,7 @@ func TestAdmissionShedsByClass(t *testing.T) {
 		t.Parallel()
 		op := &budget.Op{Name: "pay", Limit: 4}
 		for range 2 { // half of Limit in flight
-			if a := op.BeginClassAt(time.Now(), time.Second, budget.Critical); !a.Admit {
+			if a := op.BeginAt(time.Now(), budget.Ask{Available: time.Second, Criticality: budget.Critical}); !a.Admit {
 				t.Fatal("the op refused a critical attempt with nothing in flight")
 			}
 		}
@@ -199,7 +199,7 @@ func TestAdmissionShedsByClass(t *testing.T) {
 		t.Parallel()
 		op := &budget.Op{Name: "work", Limit: 4}
 		for range 2 {
-			if a := op.BeginClassAt(time.Now(), time.Second, budget.Critical); !a.Admit {
+			if a := op.BeginAt(time.Now(), budget.Ask{Available: time.Second, Criticality: budget.Critical}); !a.Admit {
 				t.Fatal("the op refused a critical attempt with nothing in flight")
 			}
 		}

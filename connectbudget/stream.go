@@ -195,7 +195,7 @@ func (hc *handlerConn) startMessage(now time.Time) {
 		if bounded {
 			available = deadline.Sub(now)
 		}
-		adm := hc.op.BeginClassAt(now, available, budget.CriticalityFrom(hc.ctx))
+		adm := hc.op.BeginAt(now, budget.Ask{Available: available, Criticality: budget.CriticalityFrom(hc.ctx), Probe: budget.IsProbe(hc.ctx)})
 		if !adm.Admit {
 			// Refused: the message's context is over before it starts, and
 			// says why; the handler skips the message.

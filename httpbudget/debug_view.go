@@ -242,7 +242,7 @@ func opViewOf(op *budget.Op, st *opStats, now time.Time, rep time.Duration, minu
 	v := opView{Name: op.Name, Samples: dist.Count(), Censored: dist.Censored(), MinSamples: minSamples,
 		P50: dist.Median(), Suggested: op.SuggestedTimeout()}
 	v.P99, v.P99Known = dist.Quantile(0.99)
-	adm := op.AdmitAt(now, rep)
+	adm := op.AdmitAt(now, budget.Ask{Available: rep})
 	v.Prior = !adm.Measured
 	if adm.Measured {
 		v.DecisionSamples = v.Samples
@@ -256,7 +256,7 @@ func opViewOf(op *budget.Op, st *opStats, now time.Time, rep time.Duration, minu
 	// admits otherwise. Zero Needed on a refusal means time was not why.
 	v.Needs = adm.Needed
 	if adm.Admit || v.Needs == 0 {
-		low := op.AdmitAt(now, op.MinUseful+time.Nanosecond)
+		low := op.AdmitAt(now, budget.Ask{Available: op.MinUseful + time.Nanosecond})
 		v.Needs = max(v.Needs, low.Needed)
 	}
 	v.NeedsKnown = adm.Admit || v.Needs > 0

@@ -157,7 +157,7 @@ type step struct {
 // available, and reports whether it may and the bound it gets beyond left
 // (a probe's; 0 for none).
 func (e *engine) admit(x *inv, op int32, left int64) (ok bool, bound int64) {
-	dec := e.ops[op].BeginAt(at(e.now), time.Duration(left))
+	dec := e.ops[op].BeginAt(at(e.now), budget.Ask{Available: time.Duration(left)})
 	x.probe = dec.Probe
 	if e.trace != nil {
 		e.trace(step{op: op, begin: true, now: e.now, available: left, admitted: dec.Admit, probe: dec.Probe})

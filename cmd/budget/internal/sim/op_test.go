@@ -63,8 +63,8 @@ services:
 			continue
 		}
 		avail := time.Duration(s.available)
-		plain := op.AdmitAt(now, avail) // no side effects: the estimate alone
-		dec := op.BeginAt(now, avail)
+		plain := op.AdmitAt(now, budget.Ask{Available: avail}) // no side effects: the estimate alone
+		dec := op.BeginAt(now, budget.Ask{Available: avail})
 		if dec.Admit != s.admitted || dec.Probe != s.probe {
 			t.Fatalf("step %d (%s at %v, %v available): the library admits %v (probe %v), sim %v (probe %v)",
 				k, op.Name, time.Duration(s.now), avail, dec.Admit, dec.Probe, s.admitted, s.probe)
