@@ -15,7 +15,7 @@ const (
 	defaultThrottle   = 2.0
 	// minThrottle is the least K error-rate throttling uses (see
 	// classThrottle).
-	minThrottle = 1.1
+	minThrottle = 1.25
 	// minProbeGap is the shortest interval between probes: the first probe
 	// goes this soon after refusals begin (or the op's probe floor, if
 	// longer), and the interval doubles after each probe that fails.
@@ -86,6 +86,7 @@ type admissionState struct {
 	good       atomic.Int64  // moving average of the latency of successful attempts, ns; 0 before the first
 	sinceOK    atomic.Int32  // attempts started since the last success
 	firstSince atomic.Int64  // offset when the first of those started
+	lastStart  atomic.Int64  // offset when an attempt last started (to the millisecond)
 	lastProbe  atomic.Int64  // offset of the last probe admitted; 0 while the op is not refusing
 	gap        atomic.Int64  // current interval between probes, ns; 0 means the shortest
 	share      atomic.Uint32 // share of otherwise refused calls readmitted, in 1/rampFull
@@ -238,16 +239,25 @@ func (o *Op) estimate(m int64) *Distribution {
 // first attempt has been cut off, which a latency estimate can only learn
 // once attempts end. Counting from the first unanswered attempt, not from
 // the last success, keeps a burst after a quiet spell from looking stalled.
+// An attempt that failed on its own (a fast error) is not counted: the
+// dependency answered, and error-rate throttling deals with it. The
+// evidence lasts one estimator window after the last attempt started: an
+// op that refuses everything on it would otherwise never start the attempt
+// that shows the stall is over (probes, while on, start such attempts).
 func (o *Op) stalled(m int64) bool {
 	good := o.adm.good.Load()
 	return good > 0 && o.adm.sinceOK.Load() >= stallCalls &&
-		m-o.adm.firstSince.Load() > stallFactor*max(good, int64(time.Millisecond))
+		m-o.adm.firstSince.Load() > stallFactor*max(good, int64(time.Millisecond)) &&
+		m-o.adm.lastStart.Load() <= o.Estimator.window()
 }
 
 // started records that an attempt started at offset m.
 func (o *Op) started(m int64) {
 	if o.adm.sinceOK.Add(1) == 1 {
 		o.adm.firstSince.Store(m)
+	}
+	if m-o.adm.lastStart.Load() > int64(time.Millisecond) {
+		o.adm.lastStart.Store(m)
 	}
 }
 
@@ -504,6 +514,11 @@ func (o *Op) learn(start, end int64, outcome Outcome, probe bool) {
 		}
 		if a.sinceOK.Load() != 0 {
 			a.sinceOK.Store(0)
+		}
+	}
+	if outcome == OutcomeFailed {
+		if n := a.sinceOK.Load(); n > 0 {
+			a.sinceOK.CompareAndSwap(n, n-1) // it answered: not a stall
 		}
 	}
 	if probe {
