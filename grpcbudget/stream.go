@@ -259,10 +259,11 @@ type streamConfig struct {
 	op      *budget.Op // server only
 }
 
-// noteIdle records an idle stream: in ctx's ledger when ctx carries a
-// budget, and otherwise for obs alone.
-func noteIdle(ctx context.Context, obs budget.Observer, e *idleError, start time.Time) {
-	ev := budget.Event{Kind: budget.EventAttempt, Stage: e.stage(), At: start, Duration: time.Since(start),
+// noteIdle records an idle stream, found quiet after a wait of waited from
+// start: in ctx's ledger when ctx carries a budget, and otherwise for obs
+// alone.
+func noteIdle(ctx context.Context, obs budget.Observer, e *idleError, start time.Time, waited time.Duration) {
+	ev := budget.Event{Kind: budget.EventAttempt, Stage: e.stage(), At: start, Duration: waited,
 		Outcome: budget.OutcomeExpired, Err: e}
 	if r, ok := budget.Read(ctx); ok {
 		ev.Remaining = r.Deadline.Sub(start)
