@@ -216,8 +216,8 @@ type clientConn struct {
 	// With a per-message budget or an idle timeout: the watch, and the
 	// stream's context's cancel, called with the cause of the limit that
 	// ran out.
-	watch                    *edge.ClientWatch
-	cancelCause              context.CancelCauseFunc
+	watch                     *edge.ClientWatch
+	cancelCause               context.CancelCauseFunc
 	sendErr, recvErr, idleErr error
 
 	mu     sync.Mutex

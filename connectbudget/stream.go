@@ -21,9 +21,12 @@ import (
 // [wire.HeaderRequestMessageTimeout], the name grpcbudget sends in gRPC
 // metadata too (MessageTimeoutKey, in lower case), and is read with
 // [wire.ParseRequestMessageTimeout]. A server with [NewServerInterceptor]
-// honours it when its inbound policy trusts Request-Timeout-Ms
-// ([wire.SourceRequestTimeout]), and never grants more than its own
-// [WithMessageBudget].
+// decides it as every adapter does ([edge.MessageBudget]): it honours it
+// when its inbound policy trusts Request-Timeout-Ms
+// ([wire.SourceRequestTimeout]), keeps a tenth of it back as its answer
+// margin, never grants more than its own [WithMessageBudget] nor the
+// policy's Max, and refuses a malformed value with CodeInvalidArgument under
+// a strict policy (reports it to the observer and ignores it otherwise).
 const HeaderMessageTimeout = wire.HeaderRequestMessageTimeout
 
 // ErrIdle is matched by the error of a stream ended by [WithIdleTimeout]:
