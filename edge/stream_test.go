@@ -469,3 +469,32 @@ func FuzzMessageBudget(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkClientWatch is what the rule costs a client stream per message
+// sent and answer received: two lock round trips and two timer resets each.
+func BenchmarkClientWatch(b *testing.B) {
+	w := edge.NewClientWatch(edge.StreamLimits{Message: time.Hour, Idle: time.Hour}, func(edge.Expiry) {})
+	defer w.Stop()
+	b.ReportAllocs()
+	for b.Loop() {
+		w.BeginSend()
+		w.EndSend(true)
+		w.BeginReceive()
+		w.EndReceive(true)
+	}
+}
+
+// BenchmarkIdleReceiver is what the idle timeout costs a server stream per
+// message: two channel handoffs with the receiving goroutine and a timer
+// reset.
+func BenchmarkIdleReceiver(b *testing.B) {
+	r := edge.NewIdleReceiver(time.Hour, func(any) error { return nil }, errQuiet)
+	defer r.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.Receive(ctx, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
