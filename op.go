@@ -61,7 +61,7 @@ import (
 // one. The default class is decided as described above. A sheddable attempt
 // keeps headroom: it needs a chance of finishing halfway from Threshold to 1
 // (0.75 for the default 0.5), twice the time under the Safety rule and the
-// prior, is throttled with K halved, and gets half of Limit. A critical
+// prior, is throttled with K halfway to 1 (1.5 for the default 2), and gets half of Limit. A critical
 // attempt gets the reserve: it needs a quarter of Threshold (0.125), half
 // the time under Safety and the prior, is throttled with K doubled, and may
 // use all of Limit, so it is refused only when it is unlikely to finish at
@@ -122,6 +122,9 @@ type Op struct {
 	// negative value turns throttling off. On by default because a
 	// dependency that answers errors in a millisecond is never refused on
 	// latency, and calling it forever wastes the budget of every request.
+	// A value between 0 and 1.1 is taken as 1.1: throttling counts its own
+	// refusals as requests, and with K at or below 1 they alone would keep
+	// it refusing after the dependency recovered.
 	Throttle float64
 
 	// Limit bounds the attempts of this op in flight at once; zero means no
@@ -244,7 +247,7 @@ func (o *Op) run(ctx context.Context, ro runOpts, fn func(ctx context.Context) e
 			o.adm.inflight.Add(1) // the last rung goes whatever the load: it is cheap
 		}
 	} else {
-		dec = o.admit(mono(r.now), r.available, CriticalityFrom(ctx))
+		dec = o.admit(mono(r.now), Ask{Available: r.available, Probe: IsProbe(ctx)}, CriticalityFrom(ctx))
 	}
 	switch {
 	case dec.throttled:
@@ -280,6 +283,9 @@ func (o *Op) execute(ctx context.Context, r reading, dec Admission, ro runOpts, 
 	} else {
 		actx, cancel = context.WithDeadlineCause(ctx, r.now.Add(limit), cause)
 	}
+	if dec.Probe {
+		actx = WithProbe(actx) // the hops below admit it as a probe too
+	}
 	err := fn(actx)
 	done = true
 	end := time.Now()
@@ -313,7 +319,7 @@ func (o *Op) BeginAt(now time.Time, a Ask) Admission {
 		return Admission{Available: a.Available, Criticality: c}
 	}
 	m := mono(now)
-	dec := o.admit(m, a.Available, c)
+	dec := o.admit(m, a, c)
 	if dec.Admit {
 		o.started(m)
 	}
