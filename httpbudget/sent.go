@@ -29,11 +29,11 @@ import (
 //
 // Telling "no connection yet" from "connection obtained" takes an
 // [httptrace.ClientTrace] on the request: four allocations, a copy of the
-// request. The Transport pays it only for requests a retry would not
-// repeat anyway: those that are not idempotent by net/http's rule (GET,
-// HEAD, OPTIONS or TRACE, or carrying an Idempotency-Key header). Their
-// errors also report Idempotent() true, which [budget.Retry] reads; for
-// them only an error that is itself a dial or DNS failure is NotSent.
+// request among them. The Transport pays it only for requests that are not
+// idempotent by net/http's rule (GET, HEAD, OPTIONS or TRACE, or carrying an
+// Idempotency-Key header): [budget.Retry] repeats idempotent ones whatever
+// their classification, since their errors report Idempotent() true, so
+// for them only an error that is itself a dial or DNS failure is NotSent.
 
 // sendError is an error the Transport returns, classified.
 type sendError struct {
