@@ -63,7 +63,7 @@ type sendTrace struct {
 // traced returns out with a trace that notes when a connection is obtained,
 // for a request that is not idempotent; otherwise out and nil.
 func traced(out *http.Request) (*http.Request, *sendTrace) {
-	if idempotent(out) {
+	if idempotentRequest(out) {
 		return out, nil
 	}
 	st := new(sendTrace)
@@ -82,17 +82,17 @@ func classify(err error, out *http.Request, base http.RoundTripper, st *sendTrac
 	if !abandoned && (isDialError(err) || st != nil && !st.gotConn.Load() && isNetHTTP(base)) {
 		s = budget.NotSent
 	}
-	return &sendError{err: err, sent: s, idempotent: idempotent(out)}
+	return &sendError{err: err, sent: s, idempotent: idempotentRequest(out)}
 }
 
 // notSent marks err, a refusal before any network call, as not sent.
 func notSent(err error, req *http.Request) error {
-	return &sendError{err: err, sent: budget.NotSent, idempotent: idempotent(req)}
+	return &sendError{err: err, sent: budget.NotSent, idempotent: idempotentRequest(req)}
 }
 
 // executed marks err, made from an answer, as executed.
 func executed(err error, req *http.Request) error {
-	return &sendError{err: err, sent: budget.Executed, idempotent: idempotent(req)}
+	return &sendError{err: err, sent: budget.Executed, idempotent: idempotentRequest(req)}
 }
 
 // isNetHTTP reports whether base is net/http's Transport, whose trace hooks
@@ -111,10 +111,10 @@ func isDialError(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &dns)
 }
 
-// idempotent reports whether req is idempotent by net/http's own rule for
+// idempotentRequest reports whether req is idempotent by net/http's own rule for
 // replaying requests: GET, HEAD, OPTIONS or TRACE, or any method with an
 // Idempotency-Key (or X-Idempotency-Key) header.
-func idempotent(req *http.Request) bool {
+func idempotentRequest(req *http.Request) bool {
 	switch req.Method {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
 		return true
