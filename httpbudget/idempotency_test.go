@@ -138,7 +138,9 @@ func TestIdempotentExpiredKeyRunsAgain(t *testing.T) {
 }
 
 // failingStore is a store that is down.
-type failingStore struct{ httpbudget.MemoryIdempotencyStore }
+type failingStore struct {
+	httpbudget.MemoryIdempotencyStore
+}
 
 func (*failingStore) Reserve(context.Context, string, [32]byte) (httpbudget.IdempotencyRecord, bool, error) {
 	return httpbudget.IdempotencyRecord{}, false, errors.New("connection refused")
