@@ -51,7 +51,9 @@ const maxDuplicateWait = 10 * time.Second
 // work the store would have stopped. An answer too large to keep (over
 // [MaxIdempotentAnswer]) or sent over a hijacked connection is not
 // replayed: repeats get 409. When next panics, the key is forgotten, so
-// that a repeat runs next again, and the panic goes on.
+// that a repeat runs next again, and the panic goes on. When the store
+// cannot complete a key, the key stays running until the store expires it:
+// repeats get 409 until then, never a second run.
 //
 // Put Idempotent inside [NewHandler], so that a repeat's wait is bounded by
 // its budget. It panics if store or next is nil, as http.Handle does.
