@@ -98,8 +98,11 @@ func (s *MemoryIdempotencyStore) Reserve(_ context.Context, key string, fp [32]b
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.m[key]; ok && now.Before(e.expires) {
-		return e.rec, false, nil
+	if e, ok := s.m[key]; ok {
+		if now.Before(e.expires) {
+			return e.rec, false, nil
+		}
+		s.drop(e) // expired: its bytes go with it
 	}
 	s.evict(now, 1)
 	if len(s.m) >= orInt(s.MaxKeys, defaultMaxKeys) {

@@ -306,6 +306,55 @@ func TestMemoryIdempotencyStoreBounds(t *testing.T) {
 	}
 }
 
+// A key that expired and is reserved again does not count its old answer
+// against MaxBytes for ever.
+func TestMemoryIdempotencyStoreExpiredKeyFreesItsBytes(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		s := &httpbudget.MemoryIdempotencyStore{TTL: time.Minute, MaxBytes: 10}
+		for range 3 {
+			if _, mine, err := s.Reserve(ctx, "k", [32]byte{}); !mine || err != nil {
+				t.Fatal("not reserved", err)
+			}
+			_ = s.Complete(ctx, "k", &httpbudget.IdempotencyRecord{Body: []byte("12345678")})
+			if _, ok, _ := s.Get(ctx, "k"); !ok {
+				t.Fatal("an answer within MaxBytes was dropped")
+			}
+			time.Sleep(2 * time.Minute)
+		}
+	})
+}
+
+// getFailingStore reserves, then cannot be read.
+type getFailingStore struct {
+	httpbudget.MemoryIdempotencyStore
+}
+
+func (*getFailingStore) Get(context.Context, string) (httpbudget.IdempotencyRecord, bool, error) {
+	return httpbudget.IdempotencyRecord{}, false, errors.New("timeout")
+}
+
+// A repeat waiting for the first fails closed when the store cannot be
+// read: 503, and the handler runs once.
+func TestIdempotentStoreDownWhileWaiting(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := &charge{work: 100 * time.Millisecond}
+		h := httpbudget.Idempotent(&getFailingStore{}, c)
+		go call(context.Background(), h, "k", "/pay", "5")
+		time.Sleep(time.Millisecond)
+		if w := call(context.Background(), h, "k", "/pay", "5"); w.Code != http.StatusServiceUnavailable {
+			t.Errorf("%d %q, want 503", w.Code, w.Body)
+		}
+		time.Sleep(time.Second) // the first request ends
+		synctest.Wait()
+		if c.runs.Load() != 1 {
+			t.Fatalf("%d runs", c.runs.Load())
+		}
+	})
+}
+
 // Many keys reserved and forgotten while one runs keep the store's memory
 // bounded.
 func TestMemoryIdempotencyStoreChurn(t *testing.T) {
