@@ -64,9 +64,12 @@ func TestSimRecovery(t *testing.T) {
 			t.Errorf("%s: the table does not say %s and %s:\n%s", res.Pattern, rc.FirstAnswer, rc.Rate, table)
 		}
 		// The shared deadline holds no estimate: it calls db again as soon
-		// as the fault ends.
-		if res.Pattern == "shared" && (rc.FirstAnswerMs == nil || rc.RateMs == nil || *rc.RateMs > 1000) {
-			t.Errorf("shared deadline: first answer %s, 90%% %s; want both within 1s", rc.FirstAnswer, rc.Rate)
+		// as the fault ends. Admission's ops, which refused db, api and
+		// orders during the fault, let go within 1 s of its end too: their
+		// probes cross the hops (with an op that held on, the edge answered
+		// from its cache for 1.6 s after the fault).
+		if (res.Pattern == "shared" || res.Pattern == "admission") && (rc.FirstAnswerMs == nil || rc.RateMs == nil || *rc.RateMs > 1000) {
+			t.Errorf("%s: first answer %s, 90%% %s after the fault's end; want both within 1s", res.Pattern, rc.FirstAnswer, rc.Rate)
 		}
 	}
 	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
