@@ -28,15 +28,29 @@ func TestVet(t *testing.T) {
 				"testdata/vet/bad/bad.go:12:15: context.WithTimeout derived from context.Background() although ctx is in scope: the caller's deadline and cancellation are lost; derive it from ctx (bgdeadline)",
 				"testdata/vet/bad/bad.go:23:9: http.ListenAndServe builds a server with no timeouts: a client that sends its headers slowly holds a connection forever; use an http.Server with ReadHeaderTimeout (httpserver)",
 				"testdata/vet/bad/bad_test.go:13:16: context.WithTimeout derived from context.TODO() although ctx is in scope",
+				"budget vet: 1 package, 2 files, 7 checks: 3 findings, 0 suppressed by //budget:ignore",
+			},
+		},
+		{
+			name: "suppressed",
+			args: []string{"./testdata/vet/ignored"},
+			code: 1,
+			stdout: []string{
+				"testdata/vet/ignored/ignored.go:28:15: context.WithTimeout derived from context.Background() although ctx is in scope",
+				"budget vet: 1 package, 1 file, 7 checks: 1 finding, 2 suppressed by //budget:ignore",
 			},
 		},
 		{
 			name:   "one check",
 			args:   []string{"--checks", "httpserver", "./testdata/vet/bad"},
 			code:   1,
-			stdout: []string{"testdata/vet/bad/bad.go:23:9: http.ListenAndServe builds a server with no timeouts"},
+			stdout: []string{"testdata/vet/bad/bad.go:23:9: http.ListenAndServe builds a server with no timeouts",
+				"budget vet: 1 package, 2 files, 1 check: 1 finding, 0 suppressed by //budget:ignore"},
 		},
-		{name: "clean", args: []string{"./testdata/vet/clean"}, code: 0},
+		// A clean run says what it checked: budget vet printing nothing at
+		// all left a user wondering whether it ran, and on what.
+		{name: "clean", args: []string{"./testdata/vet/clean"}, code: 0,
+			stdout: []string{"budget vet: 1 package, 1 file, 7 checks: 0 findings, 0 suppressed by //budget:ignore"}},
 		{name: "missing directory", args: []string{"./testdata/vet/nothing"}, code: 2, stderr: "budget vet: stat "},
 		{name: "unknown package", args: []string{"example.invalid/nothing"}, code: 2, stderr: "example.invalid/nothing"},
 		{name: "type error", args: []string{"./testdata/vet/broken"}, code: 2, stderr: "broken.go:3:23: cannot use"},
