@@ -39,7 +39,11 @@ func cleanCloneCommands(t *testing.T, root string) []cleanCloneCommand {
 	}
 	var modules []string
 	for _, f := range strings.Fields(out) {
-		modules = append(modules, "./"+filepath.ToSlash(filepath.Dir(f)))
+		m := filepath.ToSlash(filepath.Dir(f))
+		if m != "." {
+			m = "./" + m
+		}
+		modules = append(modules, m)
 	}
 	slices.Sort(modules)
 	cmds := []cleanCloneCommand{{".", []string{"doc", "./pgxbudget"}}}
