@@ -41,9 +41,9 @@ func TestVet(t *testing.T) {
 			},
 		},
 		{
-			name:   "one check",
-			args:   []string{"--checks", "httpserver", "./testdata/vet/bad"},
-			code:   1,
+			name: "one check",
+			args: []string{"--checks", "httpserver", "./testdata/vet/bad"},
+			code: 1,
 			stdout: []string{"testdata/vet/bad/bad.go:23:9: http.ListenAndServe builds a server with no timeouts",
 				"budget vet: 1 package, 2 files, 1 check: 1 finding, 0 suppressed by //budget:ignore"},
 		},
