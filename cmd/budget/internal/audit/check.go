@@ -172,7 +172,7 @@ func (a *auditor) conflict(caller string, items []item, floors []time.Duration, 
 			at.to, givenTo, caller, ms(floorSum))
 	}
 	a.findings = append(a.findings, Finding{Caller: caller, Callee: at.to, Kind: Conflict,
-		Message: msg,
+		Message:    msg,
 		Suggestion: more + ", fewer calls or retries, or faster callees",
 		Line:       at.pos.Line, Col: at.pos.Col})
 }
