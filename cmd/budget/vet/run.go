@@ -59,6 +59,13 @@ type Result struct {
 // and counts what it checked. An error means the packages could not be
 // loaded or did not type-check; nothing was analyzed then.
 func Run(ctx context.Context, dir string, patterns []string, analyzers []*analysis.Analyzer) (Result, error) {
+	return run(ctx, dir, nil, patterns, analyzers)
+}
+
+// run is Run with overlay: file contents that replace (or add) the named
+// files, by absolute path, as go/packages' Overlay does. The README test
+// checks the README's example through it, without writing a file.
+func run(ctx context.Context, dir string, overlay map[string][]byte, patterns []string, analyzers []*analysis.Analyzer) (Result, error) {
 	if len(patterns) == 0 {
 		patterns = []string{"."}
 	}
@@ -67,6 +74,7 @@ func Run(ctx context.Context, dir string, patterns []string, analyzers []*analys
 		Dir:     dir,
 		Mode:    packages.LoadSyntax | packages.NeedModule,
 		Tests:   true,
+		Overlay: overlay,
 	}
 	pkgs, err := packages.Load(cfg, patterns...)
 	if err != nil {
