@@ -9,7 +9,7 @@ import (
 	"golang.org/x/tools/go/analysis"
 )
 
-// IgnoreDirective, in a line comment, silences named checks on that line
+// IgnoreDirective is the comment that silences named checks on its own line
 // and on the line after it:
 //
 //	//budget:ignore bgdeadline the audit log must be written even after the request ends
