@@ -381,6 +381,12 @@ func refusalWhy(ev budget.Event) string {
 	}
 	switch ev.Outcome {
 	case budget.OutcomeInsufficient:
+		if ev.Needed > 0 && ev.Needed <= avail {
+			// Refused with more time than Needed: Needed is then where the
+			// op's measurements stop (its longest cut-off), not a need.
+			return "its measurements stop at " + debugDuration(ev.Needed) + ", where calls were cut off, and say nothing about more: " +
+				left + ", and calls have run past what its prior promises, so only a probe goes"
+		}
 		if ev.Needed > 0 {
 			return "needed " + debugDuration(ev.Needed) + " by its estimate, " + left
 		}

@@ -196,6 +196,9 @@ func TestDebugRefusalSaysWhatWasNeeded(t *testing.T) {
 	}{
 		{"measured", refusal(budget.OutcomeInsufficient, 312*ms, nil),
 			"needed 312 ms by its estimate, had 254 ms after the reserve (299 ms before it)"},
+		// Refused with more time than Needed: the samples end there.
+		{"past the samples", refusal(budget.OutcomeInsufficient, 210*ms, nil),
+			"its measurements stop at 210 ms, where calls were cut off, and say nothing about more: had 254 ms after the reserve (299 ms before it)"},
 		{"no estimate", refusal(budget.OutcomeInsufficient, 0, nil),
 			"no estimate to meet: had 254 ms after the reserve (299 ms before it), no more than the op can use, or its dependency stalled"},
 		{"throttled", refusal(budget.OutcomeThrottled, 0, nil), "throttled: the dependency is failing, whatever the time left"},
