@@ -390,6 +390,9 @@ func refusalWhy(ev budget.Event) string {
 		if ev.Needed > 0 {
 			return "needed " + debugDuration(ev.Needed) + " by its estimate, " + left
 		}
+		if avail <= 0 {
+			return "nothing left after the reserve: the " + debugDuration(ev.Remaining) + " left before it is held back for later work"
+		}
 		return "no estimate to meet: " + left + ", no more than the op can use, or its dependency stalled"
 	case budget.OutcomeShed:
 		if shedUnderLoad {

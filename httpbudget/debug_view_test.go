@@ -201,6 +201,11 @@ func TestDebugRefusalSaysWhatWasNeeded(t *testing.T) {
 			"its measurements stop at 210 ms, where calls were cut off, and say nothing about more: had 254 ms after the reserve (299 ms before it)"},
 		{"no estimate", refusal(budget.OutcomeInsufficient, 0, nil),
 			"no estimate to meet: had 254 ms after the reserve (299 ms before it), no more than the op can use, or its dependency stalled"},
+		{"reserve took it all", func() recentEntry {
+			e := refusal(budget.OutcomeInsufficient, 0, nil)
+			e.event.Remaining, e.event.Err.(*budget.Error).Remaining = 20*ms, -10*ms
+			return e
+		}(), "nothing left after the reserve: the 20.0 ms left before it is held back for later work"},
 		{"throttled", refusal(budget.OutcomeThrottled, 0, nil), "throttled: the dependency is failing, whatever the time left"},
 		{"expired", refusal(budget.OutcomeExpired, 0, nil), "not started: the deadline had passed"},
 	} {
