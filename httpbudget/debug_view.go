@@ -90,7 +90,13 @@ type opView struct {
 	NeedsMS    float64 `json:"needs_ms"`
 	NeedsKnown bool    `json:"needs_known"`
 	State      string  `json:"state"`
-	Refusals   int     `json:"refusals"`
+	// Regime is the op's admission regime (budget.Op.RegimeAt): measuring,
+	// shedding, throttling, refusing or probing; RegimeSince when it began,
+	// absent while the op has been measuring since it was created.
+	Regime      string        `json:"regime"`
+	RegimeSince *time.Time    `json:"regime_since,omitempty"`
+	RegimeFor   time.Duration `json:"-"`
+	Refusals    int           `json:"refusals"`
 
 	P50, P99, Suggested, Needs time.Duration `json:"-"`
 }
@@ -266,6 +272,11 @@ func opViewOf(op *budget.Op, st *opStats, now time.Time, rep time.Duration, minu
 	v.NeedsKnown = adm.Admit || v.Needs > 0
 	v.Needs = max(v.Needs, op.MinUseful)
 	v.P50MS, v.P99MS, v.SuggestedMS, v.NeedsMS = msOf(v.P50), msOf(v.P99), msOf(v.Suggested), msOf(v.Needs)
+	regime, since := op.RegimeAt(now)
+	v.Regime = regime.String()
+	if !since.IsZero() {
+		v.RegimeSince, v.RegimeFor = &since, max(now.Sub(since), 0)
+	}
 	switch {
 	case !adm.Measured && dist.Count() < minSamples:
 		v.State = "learning"
