@@ -29,7 +29,11 @@
 //
 // Spending policies draw on the same budget. [Retry] retries only while the
 // backoff and the op's minimum useful time still fit, and a [RetryQuota]
-// shared by a client caps retries at a fraction of its requests. [Hedge]
+// shared by a client caps retries at a fraction of its requests. It does
+// not repeat work that may have run: an attempt whose error says so
+// ([SentOf] reports [MaybeExecuted]) is retried only for a call declared
+// idempotent or carrying an idempotency key ([WithIdempotencyKey]), which
+// adapters send with every attempt and hedge. [Hedge]
 // starts a second attempt at the op's latency quantile when time and the
 // retry quota allow. A [Ladder] declines rungs that cannot finish while
 // keeping time for its last, cheap rung. [Gather] fans out with one shared
