@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -140,8 +141,8 @@ func TestTransportDialRefusedIsNotSent(t *testing.T) {
 	}
 }
 
-// A POST through net/http that ran out of time after it reached the handler
-// may have run, and its error still reads as a timeout to url.Error.
+// A POST through net/http whose caller gave up after it reached the handler
+// may have run.
 func TestTransportExpiryAfterWriteMayHaveRun(t *testing.T) {
 	t.Parallel()
 	arrived := make(chan struct{}, 1)
@@ -165,9 +166,23 @@ func TestTransportExpiryAfterWriteMayHaveRun(t *testing.T) {
 	if s, _ := budget.SentOf(err); s != budget.MaybeExecuted {
 		t.Fatalf("SentOf(%v) = %v, want maybe_executed", err, s)
 	}
-	var ue interface{ Timeout() bool }
-	if !errors.As(err, &ue) {
-		t.Fatalf("%v has no Timeout method", err)
+}
+
+// Classifying an error keeps what net.Error callers read: url.Error's
+// Timeout, which asserts its inner error's type rather than unwrapping it.
+func TestTransportClassifiedTimeoutIsATimeout(t *testing.T) {
+	t.Parallel()
+	base := roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, context.DeadlineExceeded })
+	ctx, cancel := budget.Start(context.Background(), time.Minute)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://svc.test/", nil)
+	_, err := (&http.Client{Transport: httpbudget.NewTransport(base)}).Do(req)
+	var ue *url.Error
+	if !errors.As(err, &ue) || !ue.Timeout() || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("%v: not a timeout to url.Error", err)
+	}
+	if s, _ := budget.SentOf(err); s != budget.MaybeExecuted {
+		t.Fatalf("SentOf(%v) = %v", err, s)
 	}
 }
 
