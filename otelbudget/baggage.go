@@ -3,6 +3,7 @@ package otelbudget
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"go.opentelemetry.io/otel/baggage"
@@ -203,9 +204,12 @@ const (
 // adapter, which also reads the headers.
 //
 // The deadline is placed with [context.WithDeadlineCause], whose timer is
-// released when the deadline passes or when parent ends, whichever is
-// first: Extract has no caller to return a cancel function to, and net/http
-// and grpc-go end a request's context when its handler returns.
+// released when the deadline passes, when parent ends, or once nothing
+// refers to the returned context (or a context derived from it) any more,
+// whichever is first: Extract has no caller to return a cancel function to,
+// and a parent that never ends, such as a queue consumer's
+// context.Background(), must not hold a timer per message until a deadline
+// that a caller may set years away.
 func (p *Propagator) Extract(parent context.Context, carrier propagation.TextMapCarrier) context.Context {
 	now := time.Now()
 	ctx := propagation.Baggage{}.Extract(parent, carrier)
@@ -232,8 +236,32 @@ func (p *Propagator) Extract(parent context.Context, carrier propagation.TextMap
 		// as malformed under a strict policy, or none was sent.
 		return ctx
 	}
-	ctx, cancel := context.WithDeadlineCause(ctx, dec.Deadline, budget.ErrExpired)
-	_ = cancel // released with parent, or at the deadline: see above
+	return withDeadline(ctx, dec.Deadline)
+}
+
+// released is the context Extract returns when the member set a deadline:
+// the timer context of [context.WithDeadlineCause], wrapped so that the
+// wrapper's cleanup can release the timer once nothing refers to the
+// context any more. The timer refers to the inner context, never to the
+// wrapper, so the wrapper becomes unreachable when the request's code drops
+// it; a context derived from it refers to it, and keeps it, as long as that
+// context is in use.
+type released struct{ context.Context }
+
+// withDeadline returns parent with deadline d and cause [budget.ErrExpired],
+// whose timer is released at d, when parent ends, or when the returned
+// context is no longer referred to, whichever is first. Extract has no
+// caller to return a cancel function to, and a parent that never ends (a
+// queue consumer's context.Background()) with a deadline years away would
+// otherwise hold the timer and the context, about 2 KB, until then.
+func withDeadline(parent context.Context, d time.Time) context.Context {
+	inner, cancel := context.WithDeadlineCause(parent, d, budget.ErrExpired)
+	if inner.Err() != nil {
+		cancel() // already done: nothing is held
+		return inner
+	}
+	ctx := &released{inner}
+	runtime.AddCleanup(ctx, func(cancel context.CancelFunc) { cancel() }, cancel)
 	return ctx
 }
 
