@@ -81,9 +81,10 @@ type Request struct {
 // The handler's context carries the request's class ([budget.CriticalityFrom]),
 // the first of: a trusted Request-Criticality header's; req.Criticality when
 // req.Classified; the class ctx already carries when it is not the default
-// (one that code the server runs before the adapter put there, such as
-// otelbudget's baggage propagator, which reads it under a trust rule of its
-// own); the policy's Criticality. A class on ctx thus survives a hop whose
+// (one that code the server runs before the adapter put there; one read from
+// the caller's W3C baggage, [WithCarriedCriticality], only when p trusts
+// [wire.SourceRequestCriticality], as the header is); the policy's
+// Criticality. A class on ctx thus survives a hop whose
 // headers carry none, and the policy's class is a default, not an override.
 // It rides in the budget's own context, so it costs no allocation when a
 // budget starts.
@@ -113,7 +114,7 @@ func (a Arrival) Arrive(ctx context.Context, p *wire.Policy, req Request) (conte
 		a.refused(ctx, stage, now, dec, err)
 		return nil, nil, dec, err
 	}
-	class := classOf(ctx, req, dec)
+	class := classOf(ctx, req, dec, p)
 	if !dec.HasDeadline {
 		return budget.WithCriticality(ctx, class), nil, dec, nil
 	}
@@ -148,15 +149,17 @@ func (a Arrival) Arrive(ctx context.Context, p *wire.Policy, req Request) (conte
 
 // classOf is the class of a request arriving with ctx: a trusted header's,
 // else the classifier's, else the class ctx already carries when it is not
-// the default, else the policy's.
-func classOf(ctx context.Context, req Request, dec wire.Decision) budget.Criticality {
+// the default (one a carrier such as baggage put there only when p trusts
+// the class header), else the policy's.
+func classOf(ctx context.Context, req Request, dec wire.Decision, p *wire.Policy) budget.Criticality {
 	switch {
 	case dec.CriticalityFromHeader:
 		return budget.Criticality(dec.Criticality)
 	case req.Classified:
 		return req.Criticality
 	}
-	if c := budget.CriticalityFrom(ctx); c != budget.DefaultCriticality {
+	if c := budget.CriticalityFrom(ctx); c != budget.DefaultCriticality &&
+		(p.Trusts(wire.SourceRequestCriticality) || !carried(ctx, c)) {
 		return c
 	}
 	return budget.Criticality(dec.Criticality)

@@ -223,11 +223,7 @@ func (s *server) arrive(ctx context.Context, method string) (context.Context, co
 		return ctx, nil, nil
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
-	trust := p.Trust
-	if trust == 0 {
-		trust = wire.SourcesDefault
-	}
-	if dl, ok := ctx.Deadline(); ok && trust.Has(wire.SourceGRPCTimeout) {
+	if dl, ok := ctx.Deadline(); ok && p.Trusts(wire.SourceGRPCTimeout) {
 		// grpc-go consumed grpc-timeout; carry its deadline over so that it
 		// competes with the other sources. md is our own copy.
 		v, ok := wire.FormatGRPCTimeout(dl.Sub(now))

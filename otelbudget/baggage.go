@@ -185,11 +185,14 @@ const (
 // and the malformed-value rule. [BaggageDecision] returns the decision.
 //
 // A trusted, valid [BaggageCriticalityKey] member puts its class on the
-// returned context ([budget.WithCriticality]). A server adapter that runs
-// after Extract (httpbudget, grpcbudget, connectbudget) keeps that class for
-// the handler: only a trusted Request-Criticality header or the adapter's
-// classifier replaces it, and the adapter's policy's Criticality applies
-// only to a request that arrives with no class at all.
+// returned context ([edge.WithCarriedCriticality]). A server adapter that
+// runs after Extract (httpbudget, grpcbudget, connectbudget) reads that class
+// under its own policy, as it reads a Request-Criticality header: it keeps it
+// for the handler only when its policy trusts
+// [wire.SourceRequestCriticality], so that at an edge that trusts nothing
+// (the policy's Criticality for every request) a caller cannot raise its own
+// class through its baggage; a trusted Request-Criticality header or the
+// adapter's classifier replaces it.
 //
 // When the member set the deadline, the returned context carries it (the
 // decision's Deadline: the caller's less the policy's Reserve), with
@@ -229,7 +232,7 @@ func (p *Propagator) Extract(parent context.Context, carrier propagation.TextMap
 	}
 	ctx = context.WithValue(ctx, decisionKey{}, dec)
 	if dec.CriticalityFromHeader {
-		ctx = budget.WithCriticality(ctx, budget.Criticality(dec.Criticality))
+		ctx = edge.WithCarriedCriticality(ctx, budget.Criticality(dec.Criticality))
 	}
 	if dec.Source == 0 {
 		// No deadline from the member: ignored (skew, malformed), refused

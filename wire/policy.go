@@ -229,10 +229,7 @@ func (p *Policy) decide(h Header, now time.Time, queued time.Duration, skewed bo
 	if p == nil {
 		return d, nil
 	}
-	trust := p.Trust
-	if trust == 0 {
-		trust = SourcesDefault
-	}
+	trust := p.trust()
 	x := extract(h, trust, p.Skew, now, queued)
 	d.Criticality = min(max(p.Criticality, CriticalitySheddable), CriticalityCritical)
 	if trust&SourceRequestCriticality != 0 && h != nil {
@@ -279,6 +276,23 @@ func (p *Policy) decide(h Header, now time.Time, queued time.Duration, skewed bo
 		return d, ErrShed
 	}
 	return d, nil
+}
+
+// Trusts reports whether p reads every source in s: those of p's Trust, or
+// [SourcesDefault] when Trust is zero. A nil p, enforcement off, trusts nothing. An
+// adapter that reads a value of its own beside the deadline headers (a per-message
+// budget, a class carried in W3C baggage) asks it, under the source that value is
+// trusted as, so that its rule is the policy's. It does not allocate.
+func (p *Policy) Trusts(s Sources) bool {
+	return p != nil && p.trust().Has(s)
+}
+
+// trust is the set of sources p reads.
+func (p *Policy) trust() Sources {
+	if p.Trust == 0 {
+		return SourcesDefault
+	}
+	return p.Trust
 }
 
 // subSat returns a-b for b > 0, saturating at the smallest time.Duration instead of

@@ -233,3 +233,25 @@ func typicalHeader() http.Header {
 	h.Set(wire.HeaderRequestDeadline, unixMs(1500*time.Millisecond))
 	return h
 }
+
+// TestPolicyTrusts: a zero Trust means SourcesDefault, SourcesNone trusts
+// nothing, and a nil policy trusts nothing.
+func TestPolicyTrusts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		p    *wire.Policy
+		s    wire.Sources
+		want bool
+	}{
+		{&wire.Policy{}, wire.SourceRequestCriticality, true},
+		{&wire.Policy{}, wire.SourceL5DDeadline, false},
+		{&wire.Policy{Trust: wire.SourcesNone}, wire.SourceRequestTimeout, false},
+		{&wire.Policy{Trust: wire.SourcesOurs}, wire.SourceRequestDeadline, true},
+		{&wire.Policy{Trust: wire.SourcesOurs}, wire.SourcesOurs | wire.SourceGRPCTimeout, false},
+		{nil, wire.SourceRequestTimeout, false},
+	} {
+		if got := tc.p.Trusts(tc.s); got != tc.want {
+			t.Errorf("%+v.Trusts(%v) = %v, want %v", tc.p, tc.s, got, tc.want)
+		}
+	}
+}
