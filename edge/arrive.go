@@ -81,9 +81,9 @@ type Request struct {
 // The handler's context carries the request's class ([budget.CriticalityFrom]),
 // the first of: a trusted Request-Criticality header's; req.Criticality when
 // req.Classified; the class ctx already carries when it is not the default
-// (one that code the server runs before the adapter put there; one read from
-// the caller's W3C baggage, [WithCarriedCriticality], only when p trusts
-// [wire.SourceRequestCriticality], as the header is); the policy's
+// (one that code the server runs before the adapter put there; a value read
+// from the caller's W3C baggage, [WithCarriedCriticality], is decided with
+// the headers instead, as one more Request-Criticality value); the policy's
 // Criticality. A class on ctx thus survives a hop whose
 // headers carry none, and the policy's class is a default, not an override.
 // It rides in the budget's own context, so it costs no allocation when a
@@ -100,7 +100,8 @@ type Request struct {
 // Arrive allocates only to describe a malformed value or a refusal.
 func (a Arrival) Arrive(ctx context.Context, p *wire.Policy, req Request) (context.Context, context.CancelFunc, wire.Decision, error) {
 	now := req.Now
-	dec, err := p.DecideSent(req.Header, req.Sent, now)
+	h, carried := withCarried(ctx, req.Header)
+	dec, err := p.DecideSent(h, req.Sent, now)
 	stage := a.stage()
 	if o := a.Observer; o != nil {
 		if dec.Skew {
@@ -114,12 +115,12 @@ func (a Arrival) Arrive(ctx context.Context, p *wire.Policy, req Request) (conte
 		a.refused(ctx, stage, now, dec, err)
 		return nil, nil, dec, err
 	}
-	class := classOf(ctx, req, dec, p)
+	class := classOf(ctx, req, dec, carried)
 	if !dec.HasDeadline {
 		return budget.WithCriticality(ctx, class), nil, dec, nil
 	}
 	cfg := budget.Config{Stage: stage, Observer: a.Observer, LedgerCapacity: a.LedgerCapacity, Criticality: class}
-	h := req.Header
+	h = req.Header
 	if h != nil {
 		if v := h.Values(requestAttempt); len(v) == 1 {
 			cfg.Attempt, _, _ = wire.ParseRequestAttempt(v[0])
@@ -149,17 +150,16 @@ func (a Arrival) Arrive(ctx context.Context, p *wire.Policy, req Request) (conte
 
 // classOf is the class of a request arriving with ctx: a trusted header's,
 // else the classifier's, else the class ctx already carries when it is not
-// the default (one a carrier such as baggage put there only when p trusts
-// the class header), else the policy's.
-func classOf(ctx context.Context, req Request, dec wire.Decision, p *wire.Policy) budget.Criticality {
+// the default and no carrier put it there (carried: the carrier's value was
+// decided with the headers), else the policy's.
+func classOf(ctx context.Context, req Request, dec wire.Decision, carried bool) budget.Criticality {
 	switch {
 	case dec.CriticalityFromHeader:
 		return budget.Criticality(dec.Criticality)
 	case req.Classified:
 		return req.Criticality
 	}
-	if c := budget.CriticalityFrom(ctx); c != budget.DefaultCriticality &&
-		(p.Trusts(wire.SourceRequestCriticality) || !carried(ctx, c)) {
+	if c := budget.CriticalityFrom(ctx); c != budget.DefaultCriticality && !carried {
 		return c
 	}
 	return budget.Criticality(dec.Criticality)
@@ -167,9 +167,10 @@ func classOf(ctx context.Context, req Request, dec wire.Decision, p *wire.Policy
 
 // The lowercase names wire.Header implementations are asked for.
 const (
-	requestAttempt  = "request-attempt"
-	requestTimeout  = "request-timeout-ms"
-	requestDeadline = "request-deadline"
+	requestAttempt     = "request-attempt"
+	requestTimeout     = "request-timeout-ms"
+	requestDeadline    = "request-deadline"
+	requestCriticality = "request-criticality"
 )
 
 func (a Arrival) stage() string {

@@ -185,14 +185,15 @@ const (
 // and the malformed-value rule. [BaggageDecision] returns the decision.
 //
 // A trusted, valid [BaggageCriticalityKey] member puts its class on the
-// returned context ([edge.WithCarriedCriticality]). A server adapter that
-// runs after Extract (httpbudget, grpcbudget, connectbudget) reads that class
-// under its own policy, as it reads a Request-Criticality header: it keeps it
-// for the handler only when its policy trusts
-// [wire.SourceRequestCriticality], so that at an edge that trusts nothing
-// (the policy's Criticality for every request) a caller cannot raise its own
-// class through its baggage; a trusted Request-Criticality header or the
-// adapter's classifier replaces it.
+// returned context, and a trusted member, valid or not, its value
+// ([edge.WithCarriedCriticality]). A server adapter that runs after Extract
+// (httpbudget, grpcbudget, connectbudget, amqpbudget) decides that value
+// under its own policy as one more Request-Criticality value: it counts only
+// when its policy trusts [wire.SourceRequestCriticality], so that at an edge
+// that trusts nothing (the policy's Criticality for every request) a caller
+// cannot raise its own class through its baggage, the least critical of it
+// and the header wins, and a malformed one is refused under a Strict policy
+// as the header would be; the adapter's classifier replaces it.
 //
 // When the member set the deadline, the returned context carries it (the
 // decision's Deadline: the caller's less the policy's Reserve), with
@@ -231,8 +232,8 @@ func (p *Propagator) Extract(parent context.Context, carrier propagation.TextMap
 		return ctx // untrusted or empty: not read at all
 	}
 	ctx = context.WithValue(ctx, decisionKey{}, dec)
-	if dec.CriticalityFromHeader {
-		ctx = edge.WithCarriedCriticality(ctx, budget.Criticality(dec.Criticality))
+	if h.class != "" && pol.Trusts(wire.SourceRequestCriticality) {
+		ctx = edge.WithCarriedCriticality(ctx, h.class)
 	}
 	if dec.Source == 0 {
 		// No deadline from the member: ignored (skew, malformed), refused
