@@ -87,7 +87,9 @@ type Request struct {
 // Criticality. A class on ctx thus survives a hop whose
 // headers carry none, and the policy's class is a default, not an override.
 // It rides in the budget's own context, so it costs no allocation when a
-// budget starts.
+// budget starts. A request that a trusted [wire.HeaderBudgetProbe] marks as a
+// probe ([wire.Decision.Probe]) runs with the mark ([budget.WithProbe]), so
+// that admission downstream treats it as a probe of its own.
 //
 // A nil p is enforcement off: nothing is read, nothing refused, and ctx is
 // returned unchanged. The budget's deadline is the policy's (the caller's
@@ -117,7 +119,7 @@ func (a Arrival) Arrive(ctx context.Context, p *wire.Policy, req Request) (conte
 	}
 	class := classOf(ctx, req, dec, carried)
 	if !dec.HasDeadline {
-		return budget.WithCriticality(ctx, class), nil, dec, nil
+		return probe(budget.WithCriticality(ctx, class), dec), nil, dec, nil
 	}
 	cfg := budget.Config{Stage: stage, Observer: a.Observer, LedgerCapacity: a.LedgerCapacity, Criticality: class}
 	h = req.Header
@@ -145,7 +147,16 @@ func (a Arrival) Arrive(ctx context.Context, p *wire.Policy, req Request) (conte
 		// has its own.
 		bctx = budget.WithCriticality(bctx, class)
 	}
-	return bctx, cancel, dec, nil
+	return probe(bctx, dec), cancel, dec, nil
+}
+
+// probe returns ctx marked as a probe ([budget.WithProbe]) when a trusted
+// Budget-Probe header marked the request.
+func probe(ctx context.Context, dec wire.Decision) context.Context {
+	if dec.Probe {
+		return budget.WithProbe(ctx)
+	}
+	return ctx
 }
 
 // classOf is the class of a request arriving with ctx: a trusted header's,

@@ -20,6 +20,17 @@ func CriticalityValue(ctx context.Context) (string, bool) {
 	return wire.FormatRequestCriticality(int8(c))
 }
 
+// ProbeValue returns the [wire.HeaderBudgetProbe] value to send for a call
+// whose context is marked as a probe ([budget.IsProbe]), and false for any
+// other call, which sends no header. It reads one context value and does not
+// allocate. Clients send it whether or not ctx has a deadline.
+func ProbeValue(ctx context.Context) (string, bool) {
+	if budget.IsProbe(ctx) {
+		return wire.ProbeValue, true
+	}
+	return "", false
+}
+
 // WithCarriedCriticality returns a copy of ctx carrying a
 // [wire.HeaderRequestCriticality] value read from a carrier other than the
 // request's own headers, such as W3C baggage (otelbudget's propagator), and

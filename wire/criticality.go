@@ -1,7 +1,5 @@
 package wire
 
-import "strings"
-
 // HeaderRequestCriticality carries how much a request matters when capacity runs
 // short, beside its deadline: "critical", "default" or "sheddable", compared without
 // regard to ASCII case. gRPC metadata and AMQP headers use the same name in lower case,
@@ -108,37 +106,14 @@ func equalFoldLower(s, lower string) bool {
 // deadline wins, so that a hop cannot raise a class by appending a value. Malformed
 // elements are counted in x. It reports whether a valid value was found.
 func readCriticality(h Header, x *Extraction) (int8, bool) {
-	var vals []string
-	switch hh := h.(type) {
-	case HTTPHeader:
-		vals = hh[criticalityField.canonical]
-	case Metadata:
-		vals = hh[criticalityField.lower]
-	default:
-		vals = h.Values(criticalityField.lower)
-	}
-	best, found, n := CriticalityCritical, false, 0
-	for _, line := range vals {
-		for rest := line; ; {
-			elem, tail, more := strings.Cut(rest, ",")
-			elem = trimOWS(elem)
-			if n++; n > maxValues {
-				x.malformed(&criticalityField, elem, reasonTooMany)
-				return best, found
-			}
-			if elem != "" {
-				if c, r := parseCriticality(elem); r != reasonNone {
-					x.malformed(&criticalityField, elem, r)
-				} else if !found || c < best {
-					best, found = c, true
-				}
-			}
-			if !more {
-				break
-			}
-			rest = tail
+	best, found := CriticalityCritical, false
+	eachElement(h, &criticalityField, x, func(elem string) reason {
+		c, r := parseCriticality(elem)
+		if r == reasonNone && (!found || c < best) {
+			best, found = c, true
 		}
-	}
+		return r
+	})
 	if !found {
 		return CriticalityDefault, false
 	}

@@ -51,6 +51,12 @@
 // policy's Criticality. [Decision.Criticality] is the result, as a small integer that
 // converts to the budget package's Criticality.
 //
+// A probe, a call an upstream sends to find out whether a dependency recovered, carries
+// [HeaderBudgetProbe] ("1") under the same rule: [Policy.Decide] reads it only when the
+// policy trusts [SourceProbe] (the zero policy does; an edge trusting [SourcesNone] does
+// not), and [Decision.Probe] reports it, so that the adapter starts the handler marked as
+// a probe and the hop behind admits it as one.
+//
 // # Streams
 //
 // A stream may also carry the budget its client asks for each message,

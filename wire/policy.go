@@ -148,6 +148,9 @@ type Decision struct {
 	// CriticalityFromHeader reports that a trusted [HeaderRequestCriticality] set
 	// Criticality, so that an adapter's classifier must not override it.
 	CriticalityFromHeader bool
+	// Probe reports that a trusted [HeaderBudgetProbe] marked the request as a probe:
+	// the adapter starts its handler with the mark (budget.WithProbe).
+	Probe bool
 }
 
 // Refused reports whether the request must be refused without running its handler.
@@ -236,6 +239,9 @@ func (p *Policy) decide(h Header, now time.Time, queued time.Duration, skewed bo
 		if c, ok := readCriticality(h, &x); ok {
 			d.Criticality, d.CriticalityFromHeader = c, true
 		}
+	}
+	if trust&SourceProbe != 0 && h != nil {
+		d.Probe = readProbe(h, &x)
 	}
 	d.Source, d.Malformed, d.MalformedFrom, d.Skew = x.Source, x.Malformed, x.MalformedFrom, x.Skew || skewed
 
