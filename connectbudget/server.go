@@ -10,7 +10,6 @@ import (
 
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/edge"
-	"github.com/timebudget/budget/internal/margin"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -83,14 +82,14 @@ func NewServerInterceptor(opts ...ServerOption) connect.Interceptor {
 		cfg.policy = new(wire.Switch)
 		_ = cfg.policy.Store(&wire.Policy{})
 	}
-	k := margin.New(cfg.margin)
+	k := edge.NewMarginKeeper(cfg.margin)
 	return &server{cfg: cfg, margin: k, arrival: edge.Arrival{Adapter: "connectbudget",
 		Observer: cfg.observer, LedgerCapacity: cfg.ledgerCap, Margin: k}}
 }
 
 type server struct {
 	cfg     serverConfig
-	margin  *margin.Keeper
+	margin  *edge.MarginKeeper
 	arrival edge.Arrival // Stage is set per call
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/edge"
-	"github.com/timebudget/budget/internal/margin"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -85,7 +84,7 @@ func StreamServerInterceptor(opts ...ServerOption) grpc.StreamServerInterceptor 
 
 type server struct {
 	cfg     serverConfig
-	margin  *margin.Keeper
+	margin  *edge.MarginKeeper
 	arrival edge.Arrival // Stage is set per call
 }
 
@@ -100,7 +99,7 @@ func newServer(opts []ServerOption) *server {
 		cfg.policy = new(wire.Switch)
 		cfg.policy.Store(&wire.Policy{})
 	}
-	k := margin.New(cfg.margin)
+	k := edge.NewMarginKeeper(cfg.margin)
 	return &server{cfg: cfg, margin: k, arrival: edge.Arrival{Adapter: "grpcbudget",
 		Observer: cfg.observer, LedgerCapacity: cfg.ledgerCap, Margin: k}}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/edge"
-	"github.com/timebudget/budget/internal/margin"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -78,7 +77,7 @@ func NewHandler(next http.Handler, opts ...ServerOption) http.Handler {
 		cfg.policy = new(wire.Switch)
 		cfg.policy.Store(&wire.Policy{})
 	}
-	k := margin.New(cfg.margin)
+	k := edge.NewMarginKeeper(cfg.margin)
 	return &handler{next: next, cfg: cfg, margin: k, arrival: edge.Arrival{Adapter: "httpbudget", Stage: cfg.stage,
 		Observer: cfg.observer, LedgerCapacity: cfg.ledgerCap, Margin: k}}
 }
@@ -86,7 +85,7 @@ func NewHandler(next http.Handler, opts ...ServerOption) http.Handler {
 type handler struct {
 	next    http.Handler
 	cfg     handlerConfig
-	margin  *margin.Keeper
+	margin  *edge.MarginKeeper
 	arrival edge.Arrival
 }
 
