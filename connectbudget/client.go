@@ -156,7 +156,7 @@ func (c *client) outgoing(ctx context.Context, procedure string, header http.Hea
 	if v, ok := edge.ProbeValue(ctx); ok {
 		header[budgetProbeKey] = []string{v}
 	}
-	call, ok, err := edge.Send(ctx, procedure, edge.Outbound{Transit: c.cfg.transit, MinUseful: c.cfg.minUseful})
+	call, ok, err := edge.Send(ctx, c.cfg.stageOf(procedure), edge.Outbound{Transit: c.cfg.transit, MinUseful: c.cfg.minUseful})
 	if !ok || err != nil {
 		return ctx, nil, err
 	}

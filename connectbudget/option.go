@@ -41,6 +41,7 @@ type clientConfig struct {
 	ops       func(procedure string) *budget.Op
 	message   time.Duration
 	idle      time.Duration
+	stage     string
 }
 
 type serverOption func(*serverConfig)
@@ -236,4 +237,20 @@ func WithTransit(d time.Duration) ClientOption {
 // millisecond.
 func WithMinUseful(d time.Duration) ClientOption {
 	return clientOption(func(c *clientConfig) { c.minUseful = max(d, time.Millisecond) })
+}
+
+// WithClientStage names the stage of the client's local refusals in errors
+// and the ledger, as httpbudget's WithClientStage does. The default is the
+// call's procedure ("/pkg.Service/Method"); a name is what a dashboard should
+// show when the method names say too much or too little.
+func WithClientStage(name string) ClientOption {
+	return clientOption(func(c *clientConfig) { c.stage = name })
+}
+
+// stageOf is the stage of a call to method.
+func (c *clientConfig) stageOf(method string) string {
+	if c.stage != "" {
+		return c.stage
+	}
+	return method
 }

@@ -38,6 +38,7 @@ type clientConfig struct {
 	metadata  bool
 	ops       func(fullMethod string) *budget.Op
 	stream    streamConfig
+	stage     string
 }
 
 type serverOption func(*serverConfig)
@@ -161,4 +162,20 @@ func WithMinUseful(d time.Duration) ClientOption {
 // entries cost four allocations per call.
 func WithBudgetMetadata() ClientOption {
 	return clientOption(func(c *clientConfig) { c.metadata = true })
+}
+
+// WithClientStage names the stage of the client's local refusals in errors
+// and the ledger, as httpbudget's WithClientStage does. The default is the
+// call's full method ("/pkg.Service/Method"); a name is what a dashboard should
+// show when the method names say too much or too little.
+func WithClientStage(name string) ClientOption {
+	return clientOption(func(c *clientConfig) { c.stage = name })
+}
+
+// stageOf is the stage of a call to method.
+func (c *clientConfig) stageOf(method string) string {
+	if c.stage != "" {
+		return c.stage
+	}
+	return method
 }

@@ -39,6 +39,6 @@ func (h *handler) serve(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		return nil
 	})
 	if !ran && err != nil {
-		h.answer(w, r, StatusOf(err), err.Error())
+		h.answer(w, r, StatusOf(ctx, err), err.Error())
 	}
 }

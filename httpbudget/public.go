@@ -18,7 +18,8 @@ const (
 )
 
 // WriteError writes the answer a client outside the service may see for a
-// handler's error: the status [StatusOf] maps err to, a generic one-line
+// handler's error: the status [StatusOf] maps err to (by err alone: a
+// cancellation is a 500), a generic one-line
 // text for that status ("the request ran out of time" for 504, "malformed
 // deadline header" for 400, "internal server error" otherwise), and, for a
 // 504, a Budget-Expired header naming the stage of the [*budget.Error] in
@@ -26,7 +27,7 @@ const (
 // does not retry. A nil err is answered as an internal error: a handler
 // calls WriteError only when something failed.
 //
-// Use it where http.Error(w, err.Error(), StatusOf(err)) would send the
+// Use it where http.Error(w, err.Error(), StatusOf(ctx, err)) would send the
 // error's message: that message is for logs, and says too much to the
 // public. A Transport's error quotes the whole upstream URL, query string
 // included; a database driver's quotes the failed statement. Log err in
@@ -36,7 +37,7 @@ const (
 // does not end the handler, and the handler should write nothing more. It
 // costs what http.Error does, plus one errors.As.
 func WriteError(w http.ResponseWriter, err error) {
-	status := StatusOf(err)
+	status := statusOf(err)
 	text := textInternal
 	switch status {
 	case http.StatusGatewayTimeout:

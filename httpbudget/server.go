@@ -150,7 +150,7 @@ func (h *handler) finish(ctx context.Context, aw *answerWriter, r *http.Request)
 
 // refuse answers a request the policy refused, without running the handler.
 func (h *handler) refuse(w http.ResponseWriter, r *http.Request, dec wire.Decision, err error) {
-	status, body := StatusOf(err), ""
+	status, body := statusOf(err), ""
 	switch dec.Reason {
 	case wire.ReasonMalformed:
 		body = err.Error()
@@ -205,7 +205,24 @@ func isConnectUnary(r *http.Request) bool {
 // out (an expiry, a refusal for lack of time here or upstream), 400 Bad
 // Request for a malformed deadline header, 500 for anything else and 200 for
 // nil. It is the one place this package maps errors to statuses.
-func StatusOf(err error) int {
+//
+// A [context.Canceled] that comes after ctx's deadline has passed is a 504
+// too: when a deadline fires, the code that notices first cancels what it
+// waits on, and the cause was the deadline. ctx is the request's context on
+// a server, the caller's on a client. It takes the same arguments as
+// grpcbudget's and connectbudget's CodeOf.
+func StatusOf(ctx context.Context, err error) int {
+	if status := statusOf(err); status != http.StatusInternalServerError || !errors.Is(err, context.Canceled) {
+		return status
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}
+
+// statusOf is StatusOf for an error alone.
+func statusOf(err error) int {
 	switch {
 	case err == nil:
 		return http.StatusOK

@@ -177,9 +177,18 @@ func TestStatusOf(t *testing.T) {
 		&budget.Error{Outcome: budget.OutcomeExpired}: 504,
 	}
 	for err, want := range cases {
-		if got := httpbudget.StatusOf(err); got != want {
+		if got := httpbudget.StatusOf(context.Background(), err); got != want {
 			t.Errorf("StatusOf(%v) = %d, want %d", err, got, want)
 		}
+	}
+	// A cancellation after the deadline is the deadline's doing.
+	past, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if got := httpbudget.StatusOf(past, context.Canceled); got != 504 {
+		t.Errorf("StatusOf(past deadline, Canceled) = %d, want 504", got)
+	}
+	if got := httpbudget.StatusOf(context.Background(), context.Canceled); got != 500 {
+		t.Errorf("StatusOf(no deadline, Canceled) = %d, want 500", got)
 	}
 }
 
