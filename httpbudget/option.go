@@ -23,7 +23,7 @@ type handlerConfig struct {
 	ledgerCap    int
 	margin       time.Duration
 	classify     func(*http.Request) budget.Criticality // see WithClassifier
-	op           *budget.Op                             // see WithAdmission
+	ops          func(stage string) *budget.Op          // see WithAdmission
 }
 
 type clientConfig struct {
