@@ -17,7 +17,7 @@ func CriticalityValue(ctx context.Context) (string, bool) {
 	if c == budget.DefaultCriticality {
 		return "", false
 	}
-	return wire.FormatRequestCriticality(int8(c))
+	return wire.FormatRequestCriticality(c)
 }
 
 // ProbeValue returns the [wire.HeaderBudgetProbe] value to send for a call

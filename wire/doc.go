@@ -2,8 +2,9 @@
 // outbound headers, parses every deadline header a server may receive, and decides, under
 // an inbound [Policy], which deadline a request gets on arrival or whether it is refused.
 //
-// The package is a pure parsing layer. It imports only the standard library, never the
-// budget package itself, and never reads the clock: every function that needs the current
+// The package is a pure parsing layer. It imports only the standard library and the
+// budget package's types (a request's class is a budget.Criticality; the budget package
+// never imports wire), and never reads the clock: every function that needs the current
 // time takes it as a parameter named now, so results are reproducible and testable. The
 // HTTP and gRPC adapters build on it.
 //

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -119,7 +120,7 @@ func ExampleParseRequestCriticality() {
 	h.Set(wire.HeaderRequestCriticality, "Sheddable")
 	c, ok, err := wire.ParseRequestCriticality(h.Get(wire.HeaderRequestCriticality))
 	fmt.Println(c, ok, err)
-	v, _ := wire.FormatRequestCriticality(wire.CriticalityCritical)
+	v, _ := wire.FormatRequestCriticality(budget.Critical)
 	fmt.Println(v)
 	// An edge does not trust it; a service behind one does.
 	edge := &wire.Policy{Trust: wire.SourcesNone}
@@ -128,8 +129,8 @@ func ExampleParseRequestCriticality() {
 	d, _ = (&wire.Policy{}).Decide(wire.HTTPHeader(h), time.Now())
 	fmt.Println(d.Criticality, d.CriticalityFromHeader)
 	// Output:
-	// -1 true <nil>
+	// sheddable true <nil>
 	// critical
-	// 0 false
-	// -1 true
+	// default false
+	// sheddable true
 }

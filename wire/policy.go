@@ -3,6 +3,8 @@ package wire
 import (
 	"math"
 	"time"
+
+	"github.com/timebudget/budget"
 )
 
 // Policy is a server's inbound rule for request deadlines: which headers it trusts, the
@@ -70,14 +72,14 @@ type Policy struct {
 	// anyway, means DefaultSkew.
 	Skew time.Duration
 
-	// Criticality is the class, [CriticalitySheddable], [CriticalityDefault] or
-	// [CriticalityCritical], of a request that carries no valid
+	// Criticality is the class, [budget.Sheddable], [budget.DefaultCriticality] or
+	// [budget.Critical], of a request that carries no valid
 	// [HeaderRequestCriticality] in a trusted source: every request at an edge that
 	// trusts [SourcesNone], and the unclassified ones elsewhere. Zero is the
 	// default class. An adapter's classifier, where one is configured, decides
 	// instead. Other values are invalid ([Policy.Validate]) and, if used anyway,
 	// are clamped to the nearest class.
-	Criticality int8
+	Criticality budget.Criticality
 }
 
 // Reason says why [Policy.Decide] refused a request. Its String form is the reason label
@@ -144,7 +146,7 @@ type Decision struct {
 	// Criticality is the request's class: the least critical valid value of a
 	// trusted [HeaderRequestCriticality], or the policy's Criticality when there is
 	// none (see CriticalityFromHeader).
-	Criticality int8
+	Criticality budget.Criticality
 	// CriticalityFromHeader reports that a trusted [HeaderRequestCriticality] set
 	// Criticality, so that an adapter's classifier must not override it.
 	CriticalityFromHeader bool
