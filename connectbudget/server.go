@@ -25,7 +25,7 @@ import (
 // minimum. The interceptor adds the policy. It reads the request's headers,
 // so that every trusted source counts (Connect-Timeout-Ms, grpc-timeout,
 // Request-Timeout-Ms, Request-Deadline, ...) and the strictest wins; it
-// then applies Max, Default, Min, Reserve and the malformed-value rule
+// then applies Max, Default, Min, AnswerMargin and the malformed-value rule
 // ([wire.Policy.Decide]), and either
 //
 //   - refuses the call, without running the handler: DeadlineExceeded when
@@ -47,7 +47,7 @@ import (
 // interceptor: connect-go rejects the call first.
 //
 // The handler's deadline is the caller's less the larger of the policy's
-// Reserve and the answer margin ([WithAnswerMargin]), so that the handler
+// AnswerMargin and the answer margin ([WithAnswerMargin]), so that the handler
 // stops, and its answer reaches the caller, before the caller stops
 // waiting.
 //

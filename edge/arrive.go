@@ -37,7 +37,7 @@ type Arrival struct {
 	// LedgerCapacity is the budget's [budget.Config.LedgerCapacity].
 	LedgerCapacity int
 	// Margin, when not nil, is taken off the caller's deadline (when it is
-	// larger than the policy's Reserve) and learns the transit of requests
+	// larger than the policy's AnswerMargin) and learns the transit of requests
 	// that carry this library's header pair.
 	Margin Margin
 }
@@ -93,7 +93,7 @@ type Request struct {
 //
 // A nil p is enforcement off: nothing is read, nothing refused, and ctx is
 // returned unchanged. The budget's deadline is the policy's (the caller's
-// less Reserve) or, when earlier, the caller's less the margin; it never
+// less AnswerMargin) or, when earlier, the caller's less the margin; it never
 // extends ctx's. Canceling the returned context releases resources
 // associated with it, so code should call cancel as soon as the handler
 // returns.

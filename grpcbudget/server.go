@@ -25,7 +25,7 @@ import (
 // incoming metadata and, when the policy trusts grpc-timeout, the deadline
 // grpc-go derived from it, so that every trusted source counts
 // (grpc-timeout, Request-Timeout-Ms, Request-Deadline, ...) and the strictest
-// wins; it then applies Max, Default, Min, Reserve and the malformed-value
+// wins; it then applies Max, Default, Min, AnswerMargin and the malformed-value
 // rule ([wire.Policy.Decide]), and either
 //
 //   - refuses the call, without running the handler: DEADLINE_EXCEEDED when
@@ -44,7 +44,7 @@ import (
 // call with INTERNAL first.
 //
 // The handler's deadline is the caller's less the larger of the policy's
-// Reserve and the answer margin ([WithAnswerMargin]; by default adaptive, 1
+// AnswerMargin and the answer margin ([WithAnswerMargin]; by default adaptive, 1
 // to 10 ms and at most 1/10 of the time left), so that the handler stops,
 // and its status reaches the caller, before the caller stops waiting.
 //

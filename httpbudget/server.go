@@ -27,7 +27,7 @@ import (
 //     refused with 400 Bad Request and a body naming the header.
 //   - otherwise next runs with a context carrying the request's budget and
 //     its ledger. The budget's deadline is the caller's less the larger of
-//     the policy's Reserve and the answer margin ([WithAnswerMargin]; by
+//     the policy's AnswerMargin and the answer margin ([WithAnswerMargin]; by
 //     default adaptive, 1 to 10 ms and at most 1/10 of the time left), so
 //     that the handler stops, and its answer reaches the caller, before the
 //     caller stops waiting.

@@ -58,7 +58,7 @@ func TestHandlerAppliesThePolicy(t *testing.T) {
 		{"nothing sent, no default", &wire.Policy{}, nil, 200, true, false, 0},
 		{"nothing sent, default", &wire.Policy{Default: 800 * ms}, nil, 200, true, true, 800 * ms},
 		{"timeout sent", &wire.Policy{}, map[string]string{"Request-Timeout-Ms": "500"}, 200, true, true, 500 * ms},
-		{"reserve kept back", &wire.Policy{Reserve: 100 * ms}, map[string]string{"Request-Timeout-Ms": "500"}, 200, true, true, 400 * ms},
+		{"reserve kept back", &wire.Policy{AnswerMargin: 100 * ms}, map[string]string{"Request-Timeout-Ms": "500"}, 200, true, true, 400 * ms},
 		{"clamped to max", &wire.Policy{Max: 200 * ms}, map[string]string{"Request-Timeout-Ms": "90000"}, 200, true, true, 200 * ms},
 		{"strictest wins", &wire.Policy{}, map[string]string{"Request-Timeout-Ms": "900", "Grpc-Timeout": "300m", "Connect-Timeout-Ms": "600"}, 200, true, true, 300 * ms},
 		{"edge trusts nobody", &wire.Policy{Trust: wire.SourcesNone, Default: time.Second}, map[string]string{"Request-Timeout-Ms": "5"}, 200, true, true, time.Second},

@@ -181,7 +181,7 @@ const (
 // Extract reads the baggage in carrier into the returned context, as
 // [propagation.Baggage] does, less the [BaggageKey] member, and decides that
 // member under the policy ([WithPolicy]) with [wire.Policy.Decide], as a
-// Request-Deadline header is decided: trust, skew guard, Max, Reserve, Min
+// Request-Deadline header is decided: trust, skew guard, Max, AnswerMargin, Min
 // and the malformed-value rule. [BaggageDecision] returns the decision.
 //
 // A trusted, valid [BaggageCriticalityKey] member puts its class on the
@@ -196,7 +196,7 @@ const (
 // as the header would be; the adapter's classifier replaces it.
 //
 // When the member set the deadline, the returned context carries it (the
-// decision's Deadline: the caller's less the policy's Reserve), with
+// decision's Deadline: the caller's less the policy's AnswerMargin), with
 // [budget.ErrExpired] as its cause once it passes: already done when the
 // caller's deadline had passed on arrival, short when it left less than Min.
 // A propagator cannot refuse a request; the server adapter that runs next

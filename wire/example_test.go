@@ -73,10 +73,10 @@ func ExamplePolicy_Decide() {
 	r.Header.Set(wire.HeaderRequestDeadline, "1740830401500")
 
 	p := &wire.Policy{
-		Max:     10 * time.Second,
-		Default: 2 * time.Second,
-		Min:     50 * time.Millisecond,
-		Reserve: 10 * time.Millisecond,
+		Max:          10 * time.Second,
+		Default:      2 * time.Second,
+		Min:          50 * time.Millisecond,
+		AnswerMargin: 10 * time.Millisecond,
 	}
 	d, err := p.Decide(wire.HTTPHeader(r.Header), arrived)
 	fmt.Println("refused:", err)

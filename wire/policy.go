@@ -43,7 +43,7 @@ type Policy struct {
 	Default time.Duration
 
 	// Min sheds requests on arrival: when less than Min is left for the handler
-	// (after Reserve), the request is refused with [ErrShed] rather than started
+	// (after AnswerMargin), the request is refused with [ErrShed] rather than started
 	// on work it cannot finish. Zero sheds only requests with no time left for the
 	// handler at all; negative is invalid and, if used anyway, means zero.
 	Min time.Duration
@@ -54,10 +54,15 @@ type Policy struct {
 	// so their malformed values are neither counted nor rejected.
 	Trust Sources
 
-	// Reserve is time kept back from the handler to write the response: the
-	// handler's deadline is the caller's deadline minus Reserve. Zero keeps nothing
-	// back; negative is invalid and, if used anyway, means zero.
-	Reserve time.Duration
+	// AnswerMargin is time kept back from the handler to write and send the answer:
+	// the handler's deadline is the caller's deadline minus AnswerMargin, so that
+	// when the handler runs out of time its answer still reaches the caller. The
+	// adapters' own answer margin (WithAnswerMargin, adaptive by default) is taken off
+	// instead when it is larger. Zero keeps nothing back beyond that; negative is
+	// invalid and, if used anyway, means zero. (Before v0.4 this field was named
+	// Reserve, a word that elsewhere means the caller's own time held back for later
+	// work.)
+	AnswerMargin time.Duration
 
 	// Strict rejects a request that carries any malformed value in a trusted header,
 	// with a [*ParseError] naming the header (an HTTP server answers 400). When false
@@ -118,7 +123,7 @@ type Decision struct {
 	// without one and Deadline, CallerDeadline and Remaining are zero.
 	HasDeadline bool
 	// Deadline is the deadline to give the handler: the caller's deadline minus the
-	// policy's Reserve, expressed as now plus Remaining.
+	// policy's AnswerMargin, expressed as now plus Remaining.
 	Deadline time.Time
 	// CallerDeadline is when the caller stops waiting, after clamping to Max.
 	CallerDeadline time.Time
@@ -177,7 +182,7 @@ func (d Decision) SourceName() string {
 // request, so that time queued inside the server counts.
 //
 // The deadline is the strictest trusted value ([Extract]), or Default when there is none
-// (Max when Default is zero), clamped to Max; the handler gets it minus Reserve. So with
+// (Max when Default is zero), clamped to Max; the handler gets it minus AnswerMargin. So with
 // Max set every admitted request has a deadline at most Max away. The error is non-nil exactly when
 // the request must be refused, and Decision.Reason says why:
 //
@@ -263,8 +268,8 @@ func (p *Policy) decide(h Header, now time.Time, queued time.Duration, skewed bo
 			left, d.Clamped = p.Max, true
 		}
 		d.Remaining = left
-		if p.Reserve > 0 {
-			d.Remaining = subSat(left, p.Reserve)
+		if p.AnswerMargin > 0 {
+			d.Remaining = subSat(left, p.AnswerMargin)
 		}
 		d.CallerDeadline = now.Add(left)
 		d.Deadline = now.Add(d.Remaining)
@@ -304,7 +309,7 @@ func (p *Policy) trust() Sources {
 }
 
 // subSat returns a-b for b > 0, saturating at the smallest time.Duration instead of
-// wrapping around (possible only with an absurd Skew and Reserve).
+// wrapping around (possible only with an absurd Skew and AnswerMargin).
 func subSat(a, b time.Duration) time.Duration {
 	if a < math.MinInt64+b {
 		return math.MinInt64

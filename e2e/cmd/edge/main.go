@@ -64,7 +64,7 @@ func main() {
 		report.Print(line)
 	})
 	h := httpbudget.NewHandler(work, httpbudget.WithStage("edge"), httpbudget.WithAnswerMargin(*answerMargin),
-		httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Default: *total, Reserve: *reserve}))
+		httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Default: *total, AnswerMargin: *reserve}))
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

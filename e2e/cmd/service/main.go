@@ -63,7 +63,7 @@ func main() {
 		report.Print(line)
 	})
 	h := httpbudget.NewHandler(work, httpbudget.WithStage("service"), httpbudget.WithAnswerMargin(*answerMargin),
-		httpbudget.WithPolicy(&wire.Policy{Reserve: *reserve}))
+		httpbudget.WithPolicy(&wire.Policy{AnswerMargin: *reserve}))
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
