@@ -5,14 +5,7 @@ import (
 	"errors"
 
 	"connectrpc.com/connect"
-)
-
-// Public messages of PublicError, one per code: they say what happened,
-// never why in the service's own words. They are httpbudget.WriteError's.
-const (
-	textExpired   = "the request ran out of time"
-	textMalformed = "malformed deadline header"
-	textInternal  = "internal server error"
+	"github.com/timebudget/budget/edge"
 )
 
 // PublicError returns the error a Connect handler returns for err when its
@@ -34,14 +27,14 @@ func PublicError(ctx context.Context, err error) error {
 	}
 	switch code := CodeOf(ctx, err); code {
 	case connect.CodeDeadlineExceeded:
-		return connect.NewError(code, errors.New(textExpired))
+		return connect.NewError(code, errors.New(edge.PublicExpired))
 	case connect.CodeInvalidArgument:
 		if c, ok := connectCode(err); ok && c == code {
 			return err
 		}
-		return connect.NewError(code, errors.New(textMalformed))
+		return connect.NewError(code, errors.New(edge.PublicMalformed))
 	case connect.CodeUnknown, connect.CodeCanceled:
-		return connect.NewError(connect.CodeInternal, errors.New(textInternal))
+		return connect.NewError(connect.CodeInternal, errors.New(edge.PublicInternal))
 	default:
 		return err // a code the handler chose
 	}

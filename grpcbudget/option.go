@@ -2,10 +2,10 @@ package grpcbudget
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/edge"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -70,14 +70,7 @@ func (o bothOption) applyClient(c *clientConfig) { o.client(c) }
 // [wire.ErrInvalidPolicy] that names the field, before any call is served.
 // Call Validate first to handle the mistake as an error instead.
 func WithPolicy(p *wire.Policy) ServerOption {
-	return serverOption(func(c *serverConfig) {
-		s := new(wire.Switch)
-		if err := s.Store(p); err != nil {
-			// A setup mistake, caught before any call.
-			panic(fmt.Errorf("grpcbudget: %w: %w", budget.ErrMisconfigured, err))
-		}
-		c.policy = s
-	})
+	return serverOption(func(c *serverConfig) { c.policy = edge.PolicySwitch("grpcbudget", p) })
 }
 
 // WithSwitch reads the inbound policy from s on every call, so an operator

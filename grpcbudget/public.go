@@ -3,16 +3,9 @@ package grpcbudget
 import (
 	"context"
 
+	"github.com/timebudget/budget/edge"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-)
-
-// Public messages of PublicError, one per code: they say what happened,
-// never why in the service's own words. They are httpbudget.WriteError's.
-const (
-	textExpired   = "the request ran out of time"
-	textMalformed = "malformed deadline header"
-	textInternal  = "internal server error"
 )
 
 // PublicError returns the error a gRPC handler returns for err when its
@@ -34,14 +27,14 @@ func PublicError(ctx context.Context, err error) error {
 	}
 	switch code := CodeOf(ctx, err); code {
 	case codes.DeadlineExceeded:
-		return status.Error(code, textExpired)
+		return status.Error(code, edge.PublicExpired)
 	case codes.InvalidArgument:
 		if c, ok := statusCode(err); ok && c == code {
 			return err
 		}
-		return status.Error(code, textMalformed)
+		return status.Error(code, edge.PublicMalformed)
 	case codes.Unknown, codes.Canceled:
-		return status.Error(codes.Internal, textInternal)
+		return status.Error(codes.Internal, edge.PublicInternal)
 	default:
 		return err // a status the handler chose
 	}

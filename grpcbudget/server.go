@@ -2,7 +2,6 @@ package grpcbudget
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"google.golang.org/grpc"
@@ -95,10 +94,7 @@ func newServer(opts []ServerOption) *server {
 			o.applyServer(&cfg)
 		}
 	}
-	if cfg.policy == nil {
-		cfg.policy = new(wire.Switch)
-		cfg.policy.Store(&wire.Policy{})
-	}
+	cfg.policy = edge.OrDefault(cfg.policy)
 	k := edge.NewMarginKeeper(cfg.margin)
 	return &server{cfg: cfg, margin: k, arrival: edge.Arrival{Adapter: "grpcbudget",
 		Observer: cfg.observer, LedgerCapacity: cfg.ledgerCap, Margin: k}}
@@ -113,16 +109,12 @@ func (s *server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 		defer cancel()
 	}
 	var resp any
-	if op := s.op(info.FullMethod); op != nil {
-		err = op.Do(bctx, func(ctx context.Context) error {
-			var err error
-			resp, err = handler(ctx, req)
-			return err
-		})
-	} else {
-		resp, err = handler(bctx, req)
-	}
-	s.learn(bctx)
+	err = edge.Run(bctx, s.op(info.FullMethod), func(ctx context.Context) error {
+		var err error
+		resp, err = handler(ctx, req)
+		return err
+	})
+	s.margin.Learn(bctx)
 	if err != nil {
 		return resp, toStatus(bctx, err)
 	}
@@ -162,26 +154,11 @@ func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	if idle != nil {
 		err = idle.end(err)
 	}
-	s.learn(bctx)
+	s.margin.Learn(bctx)
 	if err == nil {
 		return s.finish(bctx, method)
 	}
 	return toStatus(bctx, err)
-}
-
-// learn teaches the answer margin how late after its deadline a handler
-// returned, whether its budget's timer ended it or its caller left first:
-// on a starved machine the caller's cancellation can run before the
-// budget's own timer, and that is the lateness most worth learning.
-func (s *server) learn(ctx context.Context) {
-	if ctx.Err() == nil {
-		return
-	}
-	if deadline, ok := ctx.Deadline(); ok {
-		if late := time.Since(deadline); late > 0 {
-			s.margin.Observe(late)
-		}
-	}
 }
 
 // finish checks a handler that returned a nil error. When its budget had run
@@ -191,26 +168,15 @@ func (s *server) learn(ctx context.Context) {
 // status, which comes last, says the stream was cut short. A call canceled by
 // its caller is left alone.
 func (s *server) finish(ctx context.Context, method string) error {
-	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return nil
+	if err := edge.Late(ctx, s.stage(method)); err != nil {
+		return &codedError{code: codes.DeadlineExceeded, err: err}
 	}
-	return &codedError{code: codes.DeadlineExceeded,
-		err: &budget.Error{Stage: s.stage(method), Outcome: budget.OutcomeExpired, Err: context.DeadlineExceeded}}
+	return nil
 }
 
-func (s *server) op(method string) *budget.Op {
-	if s.cfg.ops == nil {
-		return nil
-	}
-	return s.cfg.ops(method)
-}
+func (s *server) op(method string) *budget.Op { return edge.OpOf(s.cfg.ops, method) }
 
-func (s *server) stage(method string) string {
-	if s.cfg.stage != "" {
-		return s.cfg.stage
-	}
-	return method
-}
+func (s *server) stage(method string) string { return edge.Named(s.cfg.stage, method) }
 
 // arrive applies the policy to a call arriving with ctx. It returns the
 // context the handler runs in and, when a budget was started, its cancel

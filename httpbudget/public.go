@@ -5,16 +5,9 @@ import (
 	"net/http"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/edge"
 	"github.com/timebudget/budget/internal/redact"
 	"github.com/timebudget/budget/wire"
-)
-
-// Public texts of WriteError, one per status: they say what happened, never
-// why in the service's own words.
-const (
-	textExpired   = "the request ran out of time"
-	textMalformed = "malformed deadline header"
-	textInternal  = "internal server error"
 )
 
 // WriteError writes the answer a client outside the service may see for a
@@ -38,17 +31,17 @@ const (
 // costs what http.Error does, plus one errors.As.
 func WriteError(w http.ResponseWriter, err error) {
 	status := statusOf(err)
-	text := textInternal
+	text := edge.PublicInternal
 	switch status {
 	case http.StatusGatewayTimeout:
-		text = textExpired
+		text = edge.PublicExpired
 		stage := "request"
 		if be, ok := errors.AsType[*budget.Error](err); ok && be != nil && be.Stage != "" {
 			stage = redact.String(be.Stage)
 		}
 		w.Header().Set(wire.HeaderBudgetExpired, wire.FormatBudgetExpired(stage))
 	case http.StatusBadRequest:
-		text = textMalformed
+		text = edge.PublicMalformed
 	default:
 		status = http.StatusInternalServerError
 	}

@@ -73,10 +73,7 @@ func NewHandler(next http.Handler, opts ...ServerOption) http.Handler {
 			o.applyHandler(&cfg)
 		}
 	}
-	if cfg.policy == nil {
-		cfg.policy = new(wire.Switch)
-		cfg.policy.Store(&wire.Policy{})
-	}
+	cfg.policy = edge.OrDefault(cfg.policy)
 	k := edge.NewMarginKeeper(cfg.margin)
 	return &handler{next: next, cfg: cfg, margin: k, arrival: edge.Arrival{Adapter: "httpbudget", Stage: cfg.stage,
 		Observer: cfg.observer, LedgerCapacity: cfg.ledgerCap, Margin: k}}
@@ -215,7 +212,7 @@ func StatusOf(ctx context.Context, err error) int {
 	if status := statusOf(err); status != http.StatusInternalServerError || !errors.Is(err, context.Canceled) {
 		return status
 	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+	if edge.DeadlinePassed(ctx) {
 		return http.StatusGatewayTimeout
 	}
 	return http.StatusInternalServerError
@@ -228,8 +225,7 @@ func statusOf(err error) int {
 		return http.StatusOK
 	case errors.Is(err, wire.ErrMalformed):
 		return http.StatusBadRequest
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, budget.ErrInsufficient),
-		errors.Is(err, wire.ErrShed), errors.Is(err, ErrUpstreamExpired):
+	case edge.IsExpiry(err), errors.Is(err, ErrUpstreamExpired):
 		return http.StatusGatewayTimeout
 	}
 	return http.StatusInternalServerError

@@ -2,7 +2,6 @@ package otelbudget
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"time"
 
@@ -79,14 +78,7 @@ func (f propagatorOption) applyPropagator(p *Propagator) { f(p) }
 // a setup mistake caught before any request; call Validate first to handle
 // it as an error.
 func WithPolicy(p *wire.Policy) PropagatorOption {
-	return propagatorOption(func(prop *Propagator) {
-		s := new(wire.Switch)
-		if err := s.Store(p); err != nil {
-			// A setup mistake, caught before any request.
-			panic(fmt.Errorf("otelbudget: %w: %w", budget.ErrMisconfigured, err))
-		}
-		prop.policy = s
-	})
+	return propagatorOption(func(prop *Propagator) { prop.policy = edge.PolicySwitch("otelbudget", p) })
 }
 
 // WithSwitch reads the inbound policy from s on every Extract, so an

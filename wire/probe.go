@@ -69,15 +69,18 @@ func readProbe(h Header, x *Extraction) bool {
 // around an element are ignored. An element visit finds malformed, and the 17th, are
 // counted in x.
 func eachElement(h Header, f *field, x *Extraction, visit func(elem string) reason) {
-	var vals []string
 	switch hh := h.(type) {
 	case HTTPHeader:
-		vals = hh[f.canonical]
+		eachValue(hh[f.canonical], f, x, visit)
 	case Metadata:
-		vals = hh[f.lower]
+		eachValue(hh[f.lower], f, x, visit)
 	default:
-		vals = h.Values(f.lower)
+		eachValue(h.Values(f.lower), f, x, visit)
 	}
+}
+
+// eachValue is eachElement over the values vals of the header f.
+func eachValue(vals []string, f *field, x *Extraction, visit func(elem string) reason) {
 	n := 0
 	for _, line := range vals {
 		for rest := line; ; {
