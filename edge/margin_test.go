@@ -7,8 +7,6 @@ import (
 	"github.com/timebudget/budget/edge"
 )
 
-const ms = time.Millisecond
-
 func TestFor(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
