@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/serviceconfig"
 
 	"github.com/timebudget/budget"
-	"github.com/timebudget/budget/internal/pick"
+	"github.com/timebudget/budget/edge/pick"
 )
 
 // BalancerName is the name the budget-aware balancer is registered under,

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/timebudget/budget/internal/pick"
+	"github.com/timebudget/budget/edge/pick"
 )
 
 // budgetPicker picks among the endpoints that were ready when it was built.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/timebudget/budget"
-	"github.com/timebudget/budget/internal/pick"
+	"github.com/timebudget/budget/edge/pick"
 )
 
 // Picker chooses, for each request, one of a fixed set of base URLs (the
