@@ -54,7 +54,8 @@ import (
 // turn). A replica ejected for failures returns at its first probe that
 // succeeds or answers, one ejected for its latency after 3 probes in a row
 // that succeed fast: after a fault ends, a replica is back within
-// 4 × m × 100 requests, m the replicas being probed (see package
+// 5 × m × 100 requests (plus one per caller), m the replicas being probed
+// (see package
 // [github.com/timebudget/budget/edge/pick]).
 // Ejection and recovery are reported as [budget.EventEject] and
 // [budget.EventRecover] events to the observer of the budget of the request

@@ -42,16 +42,25 @@
 // (for a replica that hangs, 8 times the best latency and 20 ms), the
 // ejected replicas taking the probes in turn.
 //
+// Probes go to the replicas shunned: ejected, slower than twice the best
+// replica, or whose estimate does not fit the call. Otherwise a replica
+// whose latency or tail was learned during a fault, and that is no longer
+// chosen, would never learn that the fault is over.
+//
 // Recovery. A replica ejected for its failures returns to service at its
 // first probe that succeeds or answers; one ejected for its latency, after
 // [RecoverProbes] probes in a row that succeed within half the latency that
 // ejected it and within EjectFactor/2 times the best replica's (or as soon as
-// its smoothed latency has fallen that far). So once a fault has ended,
-// with m replicas ejected, an ejected replica is back in service after at
-// most RecoverProbes × m × ProbeEvery calls with time for its probe, plus
-// the probes then in flight: with the defaults and one replica ejected, 300
-// calls. Ejection and recovery are reported as [budget.EventEject] and
-// [budget.EventRecover].
+// its smoothed latency has fallen that far); a slow probe sent before a fast
+// one ends no run, and calls begun before the replica came back no longer
+// count. So once a fault has ended, with m replicas shunned (at most all but
+// the best), each is chosen again for ordinary calls within
+// (RecoverProbes+2) × m × ProbeEvery calls with time for its probe, plus one
+// per caller (two probes per replica may have been spent on the fault: one
+// in flight as it ended, one due before it): with the defaults and one
+// replica shunned, 500 calls. Calls still held by a replica that hung count
+// as its load until they end. Ejection and recovery are reported as
+// [budget.EventEject] and [budget.EventRecover].
 package pick
 
 import (
@@ -436,6 +445,10 @@ func (b *Balancer) Choose(ctx context.Context, now time.Time, reps []*Replica) (
 		if time.Duration(l) <= rem && time.Duration(r.tail.Load()) <= rem {
 			fit |= 1 << k
 			nfit++
+		} else {
+			// Its estimate does not fit: a tail learned in a fault would
+			// otherwise keep it from every call, and from learning.
+			shun |= 1 << k
 		}
 	}
 	if shun != 0 {
