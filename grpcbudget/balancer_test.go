@@ -360,7 +360,9 @@ func callAll(client grpc_testing.TestServiceClient, workers, n int, budget time.
 func TestBalancerFastFailingReplica(t *testing.T) {
 	for _, code := range []codes.Code{codes.DeadlineExceeded, codes.Unknown, codes.ResourceExhausted} {
 		t.Run(code.String(), func(t *testing.T) {
-			reps := startReplicas(t, time.Millisecond, time.Millisecond, time.Millisecond)
+			// Latencies above a busy machine's pauses, so that noise ejects no
+			// healthy replica.
+			reps := startReplicas(t, 5*time.Millisecond, 5*time.Millisecond, 5*time.Millisecond)
 			client := dialBalanced(t, testBalancerName, reps)
 			if failed := callAll(client, 8, 300, time.Second); failed > 0 {
 				t.Fatalf("healthy warm-up: %d calls failed", failed)

@@ -206,7 +206,7 @@ func ExamplePicker() {
 func TestPickerFastFailingReplica(t *testing.T) {
 	for _, code := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
 		t.Run(fmt.Sprint(code), func(t *testing.T) {
-			reps := []*slowable{newSlowable(t, time.Millisecond), newSlowable(t, time.Millisecond), newSlowable(t, time.Millisecond)}
+			reps := []*slowable{newSlowable(t, 5*time.Millisecond), newSlowable(t, 5*time.Millisecond), newSlowable(t, 5*time.Millisecond)}
 			var urls []string
 			for _, r := range reps {
 				urls = append(urls, r.srv.URL)

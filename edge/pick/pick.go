@@ -53,13 +53,13 @@
 // ejected it and within EjectFactor/2 times the best replica's (or as soon as
 // its smoothed latency has fallen that far); a slow probe sent before a fast
 // one ends no run, and calls begun before the replica came back no longer
-// count. So once a fault has ended, with m replicas shunned (at most all but
-// the best), each is chosen again for ordinary calls within
+// count. So once a fault has ended, and the calls the replica held then
+// have ended (until then they are its load), with m replicas shunned (at
+// most all but the best), each is chosen again for ordinary calls within
 // (RecoverProbes+2) × m × ProbeEvery calls with time for its probe, plus one
 // per caller (two probes per replica may have been spent on the fault: one
 // in flight as it ended, one due before it): with the defaults and one
-// replica shunned, 500 calls. Calls still held by a replica that hung count
-// as its load until they end. Ejection and recovery are reported as
+// replica shunned, 500 calls. Ejection and recovery are reported as
 // [budget.EventEject] and [budget.EventRecover].
 package pick
 
@@ -348,12 +348,16 @@ func (r *Replica) endRun(start time.Time) {
 }
 
 // renew sets r's smoothed latency to l, the latest of the fast probes that
-// brought it back, and has it ignore the calls begun before: cut-offs of
-// calls sent while it hung would otherwise raise it again long after.
+// brought it back, forgets its distribution, and has it ignore the calls
+// begun before: calls sent while it hung would otherwise raise its
+// latency and tail again long after.
 func (r *Replica) renew(l float64) {
 	r.renewed.Store(since(time.Now()))
 	r.ewma.Store(math.Float64bits(l))
 	r.good.Store(0)
+	r.est.Reset()
+	r.tail.Store(0)
+	r.median.Store(0)
 }
 
 // observe folds d into the smoothed latency. A cut-off (lower) only raises

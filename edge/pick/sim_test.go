@@ -44,6 +44,7 @@ type simReplica struct {
 // simCall is one call of a simulation.
 type simCall struct {
 	at    time.Duration // since the simulation began
+	end   time.Duration // when it ended, since the simulation began
 	rep   int
 	probe bool
 	res   Result
@@ -100,7 +101,7 @@ func simulate(b *Balancer, reps []*Replica, spec []simReplica, workers int, leng
 				b.Done(reps[i], now, time.Now(), probe, res)
 				cancel()
 				mu.Lock()
-				calls[k].res = res
+				calls[k].res, calls[k].end = res, time.Since(start)
 				mu.Unlock()
 			}
 		})
@@ -131,7 +132,8 @@ func (e *events) Observe(_ context.Context, ev budget.Event) {
 
 // The recovery property, on generated cases: 2 to 6 replicas, each healthy
 // or with a fault drawn among hang, slow, fast failure and failing one call
-// in two, for a while; once the fault ends, each faulty replica is chosen
+// in two, for a while; once the fault has ended (and the calls sent to a
+// replica during the fault, its load, have ended), each faulty replica is chosen
 // for an ordinary call (not a probe) again within the bound the package
 // states, (RecoverProbes+2) × m × ProbeEvery calls plus one per caller (m
 // replicas shunned, at most all but the best), and no healthy replica is
@@ -188,7 +190,7 @@ func recoveryDraw(t *testing.T, s uint64) (int, int) {
 	for i := range reps {
 		reps[i] = b.NewReplica(fmt.Sprint("r", i))
 	}
-	const faultFrom, faultTo, length = 500 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second
+	const faultFrom, faultTo, length = 300 * time.Millisecond, time.Second, 2200 * time.Millisecond
 	calls := simulate(b, reps, spec, workers, length, faultFrom, faultTo, s, func(r *rand.Rand) time.Duration {
 		return time.Duration(200+r.IntN(800)) * time.Millisecond
 	})
@@ -198,17 +200,7 @@ func recoveryDraw(t *testing.T, s uint64) (int, int) {
 	}
 	desc := fmt.Sprintf("seed %d (-pick.seed=%d -pick.draws=1): %d replicas %v, ProbeEvery %d, %d callers", s, s, n, spec, probeEvery, workers)
 	bound := (RecoverProbes+2)*(n-1)*probeEvery + workers
-	first := -1 // the first call chosen at or after the fault's end
 	worst := 0
-	for i, c := range calls {
-		if c.at >= faultTo {
-			first = i
-			break
-		}
-	}
-	if first < 0 {
-		t.Fatalf("%s: no call after the fault ended", desc)
-	}
 	for j, sp := range spec {
 		name := fmt.Sprint("r", j)
 		if sp.fault == healthy {
@@ -216,6 +208,24 @@ func recoveryDraw(t *testing.T, s uint64) (int, int) {
 				t.Errorf("%s: healthy replica %d was ejected %d times", desc, j, ev.eject[name])
 			}
 			continue
+		}
+		// Count from the fault's end, or from when the last call it held
+		// ended, if later: until then those calls are its load.
+		from := faultTo
+		for _, c := range calls {
+			if c.rep == j && c.at < faultTo {
+				from = max(from, c.end)
+			}
+		}
+		first := -1 // the first call chosen from then on
+		for i, c := range calls {
+			if c.at >= from {
+				first = i
+				break
+			}
+		}
+		if first < 0 {
+			t.Fatalf("%s: no call after the fault ended", desc)
 		}
 		back := -1
 		for i := first; i < len(calls); i++ {
