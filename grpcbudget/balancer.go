@@ -62,15 +62,16 @@ import (
 //
 // A replica whose recent latency exceeds 4 times the best one's (by at least
 // 2 ms, its median confirming it), or failing 5 calls in a row, is ejected:
-// it receives only probes. One call in 100 is due as a probe while a replica
-// is ejected, slower than twice the best or unfit for the call (the first call with time for
-// the replica's estimate takes it; such replicas take the probes in turn).
-// A replica ejected for failures returns at its first probe that succeeds
-// or answers; one ejected for its latency after 3 probes in a row that
-// succeed fast (within half the latency that ejected it, and twice the
-// best's). So after a fault ends, a replica is back within
-// 5 × m × probeEvery calls (plus one per caller), m the replicas being
-// probed (see package
+// it receives only probes. One call in 100 is due as a probe while a
+// replica is ejected, slower than twice the best (by 2 ms) or unfit for the
+// call (the first call with time for the replica's estimate takes it; such
+// replicas take the probes in turn). A replica ejected for failures returns
+// at its first probe that succeeds or answers; one ejected for its latency
+// after 3 probes in a row that succeed fast (within half the latency that
+// ejected it, and twice the best's). So after a fault ends (and the calls
+// the replica held then have ended), a replica is chosen again within
+// 5 × m × probeEvery calls, plus one per caller and one per replica, m the
+// replicas being probed (see package
 // [github.com/timebudget/budget/edge/pick]). Its
 // ejection and recovery are reported as [budget.EventEject] and
 // [budget.EventRecover] events to the observer of the budget of the call

@@ -49,13 +49,14 @@ import (
 // recent latency exceeds 4 times the best one's (by at least 2 ms, its
 // median confirming it), or failing 5 requests in a row, is ejected: it
 // receives only probes. One request in 100 is due as a probe while a
-// replica is ejected or slower than twice the best (given to a request
-// with time for the replica's estimate; such replicas take the probes in
-// turn). A replica ejected for failures returns at its first probe that
-// succeeds or answers, one ejected for its latency after 3 probes in a row
-// that succeed fast: after a fault ends, a replica is back within
-// 5 × m × 100 requests (plus one per caller), m the replicas being probed
-// (see package
+// replica is ejected, slower than twice the best (by 2 ms) or unfit for the
+// request (given to a request with time for the replica's estimate; such
+// replicas take the probes in turn). A replica ejected for failures returns
+// at its first probe that succeeds or answers, one ejected for its latency
+// after 3 probes in a row that succeed fast: after a fault ends (and the
+// requests the replica held then have ended), a replica is chosen again
+// within 5 × m × 100 requests, plus one per caller and one per replica, m
+// the replicas being probed (see package
 // [github.com/timebudget/budget/edge/pick]).
 // Ejection and recovery are reported as [budget.EventEject] and
 // [budget.EventRecover] events to the observer of the budget of the request

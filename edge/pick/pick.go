@@ -43,7 +43,7 @@
 // ejected replicas taking the probes in turn.
 //
 // Probes go to the replicas shunned: ejected, slower than twice the best
-// replica, or whose estimate does not fit the call. Otherwise a replica
+// replica (and by MinGap), or whose estimate does not fit the call. Otherwise a replica
 // whose latency or tail was learned during a fault, and that is no longer
 // chosen, would never learn that the fault is over.
 //
@@ -57,9 +57,11 @@
 // have ended (until then they are its load), with m replicas shunned (at
 // most all but the best), each is chosen again for ordinary calls within
 // (RecoverProbes+2) × m × ProbeEvery calls with time for its probe, plus one
-// per caller (two probes per replica may have been spent on the fault: one
-// in flight as it ended, one due before it): with the defaults and one
-// replica shunned, 500 calls. Ejection and recovery are reported as
+// per caller and one per replica (two probes per replica may have been
+// spent on the fault, one in flight as it ended and one due before it; the
+// callers' calls are those made while the last probe is in flight; the
+// replicas', the draws before the two-choice picks it): with the defaults,
+// one replica shunned among three and 16 callers, 519 calls. Ejection and recovery are reported as
 // [budget.EventEject] and [budget.EventRecover].
 package pick
 
@@ -273,8 +275,12 @@ func (b *Balancer) Done(r *Replica, start, end time.Time, probe bool, res Result
 	switch res {
 	case OK:
 		r.est.RecordAt(end, d)
-		r.fails.Store(0)
-		r.measured.Store(true)
+		if r.fails.Load() != 0 {
+			r.fails.Store(0)
+		}
+		if !r.measured.Load() {
+			r.measured.Store(true)
+		}
 		r.observe(d, false, probe)
 		if probe {
 			b.judgeProbe(r, start, d)
@@ -422,6 +428,7 @@ func (b *Balancer) Choose(ctx context.Context, now time.Time, reps []*Replica) (
 		best = 0
 	}
 	floor := 2 * max(best, 1)
+	gap := float64(b.cfg.MinGap)
 	var fit uint64
 	var shun uint64 // replicas ejected, or avoided for their latency: they get the probes
 	nfit, bestK := 0, -1
@@ -437,7 +444,7 @@ func (b *Balancer) Choose(ctx context.Context, now time.Time, reps []*Replica) (
 			shun |= 1 << k
 			continue
 		}
-		if l > floor {
+		if l > floor && l-best > gap {
 			// Slower than the best by more than noise: chosen only when
 			// the others are busy, it would learn nothing more, and a
 			// latency learned in a fault would keep it idle for good.

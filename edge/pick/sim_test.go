@@ -135,9 +135,9 @@ func (e *events) Observe(_ context.Context, ev budget.Event) {
 // in two, for a while; once the fault has ended (and the calls sent to a
 // replica during the fault, its load, have ended), each faulty replica is chosen
 // for an ordinary call (not a probe) again within the bound the package
-// states, (RecoverProbes+2) × m × ProbeEvery calls plus one per caller (m
-// replicas shunned, at most all but the best), and no healthy replica is
-// ever ejected.
+// states, (RecoverProbes+2) × m × ProbeEvery calls plus one per caller and
+// one per replica (m replicas shunned, at most all but the best), and no
+// healthy replica is ever ejected.
 func TestRecoveryGenerated(t *testing.T) {
 	seed := *simSeed
 	if seed == 0 {
@@ -199,7 +199,7 @@ func recoveryDraw(t *testing.T, s uint64) (int, int) {
 		state += fmt.Sprintf("\n  r%d ej %v ewma %v fails %d good %d measured %v tail %v med %v inflight %d", i, r.Ejected(), r.Latency(), r.fails.Load(), r.good.Load(), r.measured.Load(), time.Duration(r.tail.Load()), time.Duration(r.median.Load()), r.InFlight())
 	}
 	desc := fmt.Sprintf("seed %d (-pick.seed=%d -pick.draws=1): %d replicas %v, ProbeEvery %d, %d callers", s, s, n, spec, probeEvery, workers)
-	bound := (RecoverProbes+2)*(n-1)*probeEvery + workers
+	bound := (RecoverProbes+2)*(n-1)*probeEvery + workers + n
 	worst := 0
 	for j, sp := range spec {
 		name := fmt.Sprint("r", j)
