@@ -13,6 +13,9 @@ const (
 	defaultThreshold  = 0.5
 	defaultProbeEvery = 100 * time.Millisecond
 	defaultThrottle   = 2.0
+	// minThrottle is the least K error-rate throttling uses (see
+	// classThrottle).
+	minThrottle = 1.25
 	// minProbeGap is the shortest interval between probes: the first probe
 	// goes this soon after refusals begin (or the op's probe floor, if
 	// longer), and the interval doubles after each probe that fails.
@@ -22,10 +25,17 @@ const (
 	// makes it full, and a full share resets the op.
 	rampStart = 896
 	rampFull  = 1024
+	// maxProbeScale bounds how often a probe's time doubles after probes
+	// that failed: to 64 times the probe floor, and never past the time
+	// the call has.
+	maxProbeScale = 6
 	// maxProbeEvery bounds how many refusals a probe waits for: the count
 	// doubles after each probe that fails, so an op called a few times a
 	// second probes a dead dependency on ever fewer of its calls.
 	maxProbeEvery = 16
+	// probeWait is how many ProbeEvery intervals a probe waits at most for
+	// its count of refusals.
+	probeWait = 5
 	// stallCalls is how many attempts must have started since the last
 	// success, with none succeeding for stallFactor times the usual
 	// latency, before the op treats the dependency as stalled.
@@ -76,13 +86,18 @@ type admissionState struct {
 	good       atomic.Int64  // moving average of the latency of successful attempts, ns; 0 before the first
 	sinceOK    atomic.Int32  // attempts started since the last success
 	firstSince atomic.Int64  // offset when the first of those started
+	lastStart  atomic.Int64  // offset when an attempt last started (to the millisecond)
 	lastProbe  atomic.Int64  // offset of the last probe admitted; 0 while the op is not refusing
 	gap        atomic.Int64  // current interval between probes, ns; 0 means the shortest
 	share      atomic.Uint32 // share of otherwise refused calls readmitted, in 1/rampFull
 	refused    atomic.Int32  // calls refused since the last probe
 	every      atomic.Int32  // refusals a probe waits for; 0 means 1
+	scale      atomic.Int32  // doublings of a probe's time after probes that failed
+	forwarded  atomic.Int64  // offset of the last call admitted as a probe its caller sent
+	fed        atomic.Int64  // offset of the last attempt of a class above Sheddable admitted
 	inflight   atomic.Int64  // attempts started and not ended, counted while Limit > 0
 	throttle   [2]throttleSlot
+	regime     regimeMarks
 }
 
 // throttleSlot counts attempts and successes over one throttling window, in
@@ -224,16 +239,25 @@ func (o *Op) estimate(m int64) *Distribution {
 // first attempt has been cut off, which a latency estimate can only learn
 // once attempts end. Counting from the first unanswered attempt, not from
 // the last success, keeps a burst after a quiet spell from looking stalled.
+// An attempt that failed on its own (a fast error) is not counted: the
+// dependency answered, and error-rate throttling deals with it. The
+// evidence lasts one estimator window after the last attempt started: an
+// op that refuses everything on it would otherwise never start the attempt
+// that shows the stall is over (probes, while on, start such attempts).
 func (o *Op) stalled(m int64) bool {
 	good := o.adm.good.Load()
 	return good > 0 && o.adm.sinceOK.Load() >= stallCalls &&
-		m-o.adm.firstSince.Load() > stallFactor*max(good, int64(time.Millisecond))
+		m-o.adm.firstSince.Load() > stallFactor*max(good, int64(time.Millisecond)) &&
+		m-o.adm.lastStart.Load() <= o.Estimator.window()
 }
 
 // started records that an attempt started at offset m.
 func (o *Op) started(m int64) {
 	if o.adm.sinceOK.Add(1) == 1 {
 		o.adm.firstSince.Store(m)
+	}
+	if m-o.adm.lastStart.Load() > int64(time.Millisecond) {
+		o.adm.lastStart.Store(m)
 	}
 }
 
@@ -254,33 +278,56 @@ func (o *Op) threshold() float64 {
 // admit is decide plus the class's share of Limit, the probes and the
 // error-rate throttle: what an attempt of the op goes through before it
 // starts. When Limit is set, an admitted attempt holds a slot until it ends.
-func (o *Op) admit(m int64, available time.Duration, c Criticality) Admission {
+func (o *Op) admit(m int64, a Ask, c Criticality) Admission {
 	if o.Limit > 0 && o.adm.inflight.Load() >= o.classLimit(c) {
-		return Admission{Available: available, Cap: max(o.Cap, 0), Criticality: c, Shed: true}
+		o.adm.regime.note(regimeShed, m, o.Estimator.window())
+		return Admission{Available: a.Available, Cap: max(o.Cap, 0), Criticality: c, Shed: true}
 	}
-	dec := o.probeOrThrottle(m, available, c, o.decide(m, available, c))
+	dec := o.probeOrThrottle(m, a.Available, c, o.decide(m, a.Available, c))
+	if !dec.Admit && a.Probe {
+		dec = o.forward(m, a.Available, dec)
+	}
 	if dec.Admit && o.Limit > 0 && !o.take(c) {
 		dec.Admit, dec.Probe, dec.Shed = false, false, true
+	}
+	switch {
+	case dec.Admit:
+		if c > Sheddable && m-o.adm.fed.Load() > int64(time.Millisecond) {
+			o.adm.fed.Store(m) // a class that feeds the estimate is calling
+		}
+	case dec.throttled:
+		o.adm.regime.note(regimeThrottle, m, o.Estimator.window())
+	case dec.Shed:
+		o.adm.regime.note(regimeShed, m, o.Estimator.window())
+	case dec.Measured:
+		o.adm.regime.note(regimeRefuse, m, o.Estimator.window())
 	}
 	return dec
 }
 
 // probeOrThrottle completes decide's verdict dec: an admitted attempt may
 // still be throttled for the op's error rate, and one refused on
-// measurements may go as a probe. A sheddable attempt that a default one
-// would pass is refused for its class and never probes: the dependency is
-// not refusing calls, it is short of the headroom sheddable work keeps.
+// measurements, or throttled, may go as a probe. A sheddable attempt that a
+// default one would pass is refused for its class: the dependency is not
+// refusing calls, it is short of the headroom sheddable work keeps. It goes
+// as a probe only when no call of a higher class has been admitted for a
+// window: then nothing else would ever bring the estimate up to date.
 func (o *Op) probeOrThrottle(m int64, available time.Duration, c Criticality, dec Admission) Admission {
 	switch {
 	case dec.Admit:
-		if o.throttled(m, c) {
-			dec.Admit, dec.throttled = false, true
+		if !o.throttled(m, c) {
+			return dec
 		}
-		return dec
+		dec.Admit, dec.throttled = false, true
 	case c < DefaultCriticality && o.decide(m, available, DefaultCriticality).Admit:
 		dec.Shed = true
+		if m-o.adm.fed.Load() <= o.Estimator.window() {
+			return dec // the other classes keep the estimate current
+		}
+	case !dec.Measured:
 		return dec
-	case !dec.Measured || o.ProbeEvery < 0:
+	}
+	if o.ProbeEvery < 0 {
 		return dec
 	}
 	// Refused on measurements: a probe may go, but only to a call with
@@ -290,7 +337,8 @@ func (o *Op) probeOrThrottle(m int64, available time.Duration, c Criticality, de
 		return dec
 	}
 	if s := o.adm.share.Load(); s > 0 && o.randN(rampFull) < s {
-		return o.asProbe(dec, floor)
+		o.adm.regime.readmitted(m)
+		return o.asProbe(dec, o.probeCap(floor))
 	}
 	last := o.adm.lastProbe.Load()
 	if last == 0 {
@@ -298,23 +346,62 @@ func (o *Op) probeOrThrottle(m int64, available time.Duration, c Criticality, de
 		o.adm.lastProbe.CompareAndSwap(0, m)
 		return dec
 	}
-	if o.adm.refused.Add(1) < max(o.adm.every.Load(), 1) {
+	// A probe waits for its count of refusals; a probe capped at the probe
+	// floor, which costs twice the usual latency and no more, waits
+	// probeWait intervals at most, so that an op called a few times a
+	// second sees a recovery within a bound. An op that knows nothing of
+	// the dependency's latency sends uncapped probes, and keeps the count.
+	if o.adm.refused.Add(1) < max(o.adm.every.Load(), 1) && (floor == 0 || m-last < probeWait*o.probeEvery()) {
 		return dec
 	}
 	if m-last >= o.probeGap() && o.adm.lastProbe.CompareAndSwap(last, m) {
 		o.adm.refused.Store(0)
-		return o.asProbe(dec, floor)
+		return o.asProbe(dec, o.probeCap(floor))
 	}
 	return dec
 }
 
-// asProbe admits dec as a probe, capped at floor, the time a probe needs.
-func (o *Op) asProbe(dec Admission, floor time.Duration) Admission {
-	dec.Admit, dec.Probe = true, true
-	if floor > 0 && (dec.Cap == 0 || floor < dec.Cap) {
-		dec.Cap = floor
+// forward admits, as a probe of this op, a call its caller sent as a probe
+// and this op refused: whatever the estimate, the class or the throttle
+// say, with whatever time the call has, so that a probe sent from the top
+// of a chain reaches the dependency that failed, through hops whose
+// estimates are as stale as its sender's. Beside the share a recovering op
+// readmits, one such call goes every minProbeGap at most, so callers that
+// mark every call as a probe get no more than that through.
+func (o *Op) forward(m int64, available time.Duration, dec Admission) Admission {
+	if available <= 0 || o.ProbeEvery < 0 {
+		return dec
+	}
+	if s := o.adm.share.Load(); s > 0 && o.randN(rampFull) < s {
+		o.adm.regime.readmitted(m)
+		return o.asProbe(dec, 0)
+	}
+	last := o.adm.forwarded.Load()
+	if m-last < int64(minProbeGap) || !o.adm.forwarded.CompareAndSwap(last, m) {
+		return dec
+	}
+	return o.asProbe(dec, 0)
+}
+
+// asProbe admits dec as a probe, capped at limit, the time a probe needs
+// (zero: no bound but the op's Cap and the time available).
+func (o *Op) asProbe(dec Admission, limit time.Duration) Admission {
+	dec.Admit, dec.Probe, dec.Shed, dec.throttled = true, true, false, false
+	if limit > 0 && (dec.Cap == 0 || limit < dec.Cap) {
+		dec.Cap = limit
 	}
 	return dec
+}
+
+// probeCap is the time a probe gets: twice the usual latency (and at least
+// the probe floor), doubled after each probe that failed, up to
+// maxProbeScale times. A probe of a dependency that is still slow costs
+// that much and no more; one that answers, but slower than twice what the
+// op knew of it (a hop below with a longer prior, a cold cache), is reached
+// by a probe within a few tries instead of being cut off by every probe for
+// ever.
+func (o *Op) probeCap(floor time.Duration) time.Duration {
+	return max(2*o.usual(), floor) << min(max(o.adm.scale.Load(), 0), maxProbeScale)
 }
 
 // randN returns a random number in [0, n) from the op's Rand, or from the
@@ -335,17 +422,35 @@ func (o *Op) randFloat() float64 {
 	return float64(o.Rand.Uint64()>>11) / (1 << 53)
 }
 
-// probeFloor is the least time a probe needs to show that the dependency is
-// back: twice its usual latency (the prior, or the moving average of its
-// successes, whichever is longer), and more than MinUseful. A probe is
-// capped at it, so a probe of a dependency that is still slow costs that
-// much and no more. Zero when nothing is known.
+// usual is the dependency's usual latency as the op knows it: the moving
+// average of its successes, or its Prior before the first success; zero
+// when it knows nothing. A Prior set longer than the dependency's latency
+// thus stops counting once the op has measured one success.
+func (o *Op) usual() time.Duration {
+	if g := o.adm.good.Load(); g > 0 {
+		return time.Duration(g)
+	}
+	return max(o.Prior, 0)
+}
+
+// probeFloor is the least time a call needs to go as a probe: the usual
+// latency, and more than MinUseful, so that a call with too little time to
+// succeed (a client sending 3 ms deadlines) does not take the probe slot.
+// Zero when nothing is known.
 func (o *Op) probeFloor() time.Duration {
-	base := max(o.Prior, time.Duration(o.adm.good.Load()))
-	if base <= 0 {
+	u := o.usual()
+	if u <= 0 {
 		return 0
 	}
-	return max(2*base, o.MinUseful+1)
+	return max(u, o.MinUseful+1)
+}
+
+// probeEvery is ProbeEvery in nanoseconds, or its default.
+func (o *Op) probeEvery() int64 {
+	if o.ProbeEvery > 0 {
+		return int64(o.ProbeEvery)
+	}
+	return int64(defaultProbeEvery)
 }
 
 // probeGap returns the interval before the next probe.
@@ -353,13 +458,14 @@ func (o *Op) probeGap() int64 {
 	if g := o.adm.gap.Load(); g > 0 {
 		return g
 	}
-	return int64(max(minProbeGap, o.probeFloor()/2))
+	return int64(max(minProbeGap, o.usual()))
 }
 
 // probed learns from the end of a probe: a success readmits a share of the
 // refused calls, doubling with each further success until the op resets
 // itself; a probe that ran its course and failed halves nothing but stops
-// the ramp and doubles the interval to the next probe, up to ProbeEvery. A
+// the ramp, doubles the interval to the next probe, up to ProbeEvery, and
+// doubles the time the next probe gets (probeCap). A
 // probe the caller abandoned says nothing about the dependency and only
 // frees the probe slot.
 func (o *Op) probed(m int64, outcome Outcome) {
@@ -368,24 +474,28 @@ func (o *Op) probed(m int64, outcome Outcome) {
 	case OutcomeOK:
 		a.gap.Store(0)
 		a.every.Store(0)
+		// The probe's time stays as it is: it was enough, and the next
+		// probe needs as much (the hops below take their margins from it).
 		s := a.share.Load()
 		next := max(2*s, rampStart)
 		if next >= rampFull {
 			o.Reset()
+			a.regime.calm.Store(m)
 			return
 		}
-		a.share.CompareAndSwap(s, next)
+		if a.share.CompareAndSwap(s, next) && s == 0 {
+			a.regime.ramp.Store(m)
+		}
 		a.lastProbe.Store(m - o.probeGap()) // the next refusal may probe at once
 	case OutcomeCanceled:
 		a.lastProbe.Store(m - o.probeGap())
 	default:
 		a.share.Store(0)
-		every := int64(o.ProbeEvery)
-		if every <= 0 {
-			every = int64(defaultProbeEvery)
-		}
-		a.gap.Store(min(2*o.probeGap(), max(every, int64(minProbeGap))))
+		a.gap.Store(min(2*o.probeGap(), max(o.probeEvery(), int64(minProbeGap))))
 		a.every.Store(min(2*max(a.every.Load(), 1), maxProbeEvery))
+		if sc := a.scale.Load(); sc < maxProbeScale {
+			a.scale.CompareAndSwap(sc, sc+1)
+		}
 	}
 }
 
@@ -406,6 +516,11 @@ func (o *Op) learn(start, end int64, outcome Outcome, probe bool) {
 			a.sinceOK.Store(0)
 		}
 	}
+	if outcome == OutcomeFailed {
+		if n := a.sinceOK.Load(); n > 0 {
+			a.sinceOK.CompareAndSwap(n, n-1) // it answered: not a stall
+		}
+	}
 	if probe {
 		o.probed(end, outcome)
 	}
@@ -419,10 +534,10 @@ func (o *Op) learn(start, end int64, outcome Outcome, probe bool) {
 	}
 }
 
-// Reset forgets everything the op has measured: its estimator's samples and
-// its probe and throttling state. Admission then follows Prior until it has
-// learned again. An op resets itself when probes show a recovered
-// dependency.
+// Reset forgets everything the op has measured: its estimator's samples,
+// its probe state and the counts error-rate throttling keeps. Admission
+// then follows Prior until it has learned again. An op resets itself when
+// probes show a recovered dependency.
 func (o *Op) Reset() {
 	if o == nil {
 		return
@@ -435,6 +550,11 @@ func (o *Op) Reset() {
 	a.share.Store(0)
 	a.refused.Store(0)
 	a.every.Store(0)
+	a.scale.Store(0)
+	for i := range a.throttle {
+		a.throttle[i].counts.Store(0)
+	}
+	a.regime.clear()
 }
 
 // throttleWindow returns the length of each of the two windows over which

@@ -54,7 +54,7 @@ func TestBoundedScanChangesNothing(t *testing.T) {
 			total += u[i] + c[i]
 		}
 		if total < 5 {
-			u, c, _, _ = e.latest(5)
+			u, c, _, _ = e.latest(m, 5)
 		}
 		want.fill(&u, &c, 0, nBuckets-1)
 		same := true

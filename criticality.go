@@ -165,12 +165,18 @@ func classNeed(d time.Duration, c Criticality) time.Duration {
 }
 
 // classThrottle is K of error-rate throttling for class c, given the op's:
-// half of it for sheddable work, which is then refused with probability
-// max(0, (requests − K/2·accepts)/(requests+1)), and twice it for critical.
+// halfway from it to 1 for sheddable work (1.5 for the default 2), which is
+// then refused with probability max(0, (requests − K·accepts)/(requests+1))
+// sooner, and twice it for critical. K is never taken below minThrottle
+// (1.25):
+// throttling counts its own refusals as requests, so with K at or below 1
+// its refusals alone would keep it refusing after the dependency recovered
+// (every probability is then a fixed point of the formula).
 func classThrottle(k float64, c Criticality) float64 {
+	k = max(k, minThrottle)
 	switch c {
 	case Sheddable:
-		return k / 2
+		return max(1+(k-1)/2, minThrottle)
 	case Critical:
 		return 2 * k
 	}

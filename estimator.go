@@ -128,6 +128,12 @@ func (w *window) clearBounds() {
 // windows, for dependencies called too rarely to fill a window.
 const recentSize = 64
 
+// recentAge is how many windows the latest samples stand in for the windows
+// after they were recorded (30 s with the default window): an estimate
+// learned during an outage cannot govern a quiet dependency for longer,
+// even where no probe ever runs.
+const recentAge = 30
+
 // defaultMinSamples is how many samples an estimate needs before it replaces
 // a prior, and how many of the latest samples stand in for a window that
 // holds fewer.
@@ -140,7 +146,8 @@ const defaultMinSamples = 5
 // recorded, so the estimate follows a drift in latency.
 //
 // Learning is bounded by sample count as well as time. Beside the windows
-// the estimator keeps the latest samples (at most 64, however old), and when
+// the estimator keeps the latest samples (at most 64, recorded within the
+// last 30 windows), and when
 // the windows hold fewer samples than an estimate needs (5 for
 // [Estimator.Distribution]; an [Op]'s MinSamples), the estimate is built
 // from that many of the latest samples instead. A dependency called three
@@ -178,6 +185,7 @@ type Estimator struct {
 	// more than recentSize samples, its further samples are not kept there:
 	// the windows then hold plenty.
 	recent     [recentSize]atomic.Int64
+	recentAt   [recentSize]atomic.Int64 // the offset each of recent was recorded at
 	recentNext atomic.Uint64
 
 	snap       atomic.Pointer[Distribution]
@@ -233,7 +241,9 @@ func (e *Estimator) record(m int64, d time.Duration, censored bool) {
 		if censored {
 			enc |= 1
 		}
-		e.recent[e.recentNext.Add(1)%recentSize].Store(enc)
+		k := e.recentNext.Add(1) % recentSize
+		e.recentAt[k].Store(m)
+		e.recent[k].Store(enc)
 	}
 	// A load first: under steady recording the flag is already set, and a
 	// plain load keeps the cache line shared between cores.
@@ -352,25 +362,27 @@ func (e *Estimator) compute(m int64, want int) *Distribution {
 		total += u[i] + c[i]
 	}
 	if total < float64(want) {
-		u, c, lo, hi = e.latest(want)
+		u, c, lo, hi = e.latest(m, want)
 	}
 	d.fill(&u, &c, lo, hi)
 	return d
 }
 
-// latest returns the latest n samples (at most recentSize) as bucket counts,
-// and the lowest and highest buckets holding them (hi < lo for none).
-func (e *Estimator) latest(n int) (u, c [nBuckets]float64, lo, hi int) {
+// latest returns the latest n samples (at most recentSize) recorded within
+// recentAge windows before offset m as bucket counts, and the lowest and
+// highest buckets holding them (hi < lo for none).
+func (e *Estimator) latest(m int64, n int) (u, c [nBuckets]float64, lo, hi int) {
 	lo, hi = nBuckets, -1
 	n = min(n, recentSize)
 	next := e.recentNext.Load()
+	oldest := m - recentAge*e.window()
 	for k := range uint64(n) {
 		if k >= next {
 			break
 		}
 		enc := e.recent[(next-k)%recentSize].Load()
-		if enc < 0 {
-			continue // cleared by Reset
+		if enc < 0 || e.recentAt[(next-k)%recentSize].Load() < oldest {
+			continue // cleared by Reset, or too old to stand for the present
 		}
 		i := bucketOf(time.Duration(enc >> 1))
 		lo, hi = min(lo, i), max(hi, i)

@@ -59,10 +59,17 @@ func TestWallClockStepsMoveNothing(t *testing.T) {
 	probes := 0
 	for i := range 600 { // ten minutes, one refusal a second
 		now := stepWall(t, base.Add(time.Duration(i)*time.Second), -time.Hour)
-		if dec := op.admit(mono(now), 500*time.Millisecond, DefaultCriticality); dec.Probe {
-			probes++
-			op.learn(mono(now), mono(now.Add(10*time.Millisecond)), OutcomeExpired, true)
+		dec := op.admit(mono(now), Ask{Available: 500 * time.Millisecond}, DefaultCriticality)
+		if !dec.Admit {
+			continue
 		}
+		// The dependency still hangs: every attempt is cut off.
+		took := 500 * time.Millisecond
+		if dec.Probe {
+			probes++
+			took = 10 * time.Millisecond
+		}
+		op.ended(mono(now), mono(now.Add(took)), took, OutcomeExpired, dec.Probe)
 	}
 	if probes < 30 {
 		t.Fatalf("%d probes in ten minutes after a one-hour step back", probes)

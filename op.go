@@ -24,8 +24,10 @@ import (
 //     of the [Estimator]), so at 10,000 calls a second it follows a shift
 //     within about a second. When the windows hold fewer than MinSamples
 //     samples, the estimate is built from the latest MinSamples samples
-//     however old, so an op called three times a second refuses a hanging
-//     dependency after about five calls, not never.
+//     recorded within the last 30 seconds, so an op called three times a
+//     second refuses a hanging dependency after about five calls, not
+//     never, and an estimate learned during an outage governs a quiet op
+//     for 30 seconds at most.
 //   - A call cut off at t (its deadline, or a server-side timeout the
 //     Expired hook recognizes) is a censored sample: it lowers the chance
 //     of finishing within T only for T up to t. A caller with more time
@@ -37,17 +39,30 @@ import (
 //     the first of them has run for 4 times the usual latency (a moving
 //     average of successes) with no success since, the dependency is taken
 //     as stalled and refused before the first attempt is even cut off.
-//   - While the op refuses calls on its measurements, probes keep it
-//     learning. A probe goes only to a call with time for it (twice the
-//     usual latency, or the prior) and is capped at that time, so a probe
-//     of a dependency still slow costs little. The first goes 10 ms (or
-//     that floor) after refusals begin; after each probe that fails, the
-//     interval doubles, up to ProbeEvery, and so does the number of
-//     refused calls a probe waits for, up to 16, so an op called a few
-//     times a second probes a dead dependency on ever fewer of its calls.
-//     A probe the caller abandons says nothing. A probe that succeeds
-//     readmits 7/8 of the refused calls, and the next success all of them:
-//     the op resets, as a circuit breaker's half-open trials close it.
+//   - While the op refuses calls on its measurements, or throttles them,
+//     probes keep it learning. A probe goes only to a call with at least
+//     the usual latency left (the moving average of successes, or the
+//     prior before the first), and is capped at twice that, so a probe of
+//     a dependency still slow costs little; after each probe that fails
+//     the cap doubles (up to 64 times), so a dependency that answers
+//     slower than before is still reached. The first probe goes 10 ms (or
+//     the usual latency) after refusals begin; after each probe that
+//     fails, the interval doubles, up to ProbeEvery, and so does the
+//     number of refused calls a probe waits for, up to 16, but never for
+//     longer than 5 × ProbeEvery (500 ms by default) once a probe's cost is
+//     bounded by its cap. A probe the caller abandons says nothing. A probe
+//     that succeeds readmits 7/8 of the refused calls, and the next success
+//     all of them: the op resets, as a circuit breaker's half-open trials
+//     close it, and forgets its samples and its throttling counts.
+//   - A probe is a probe end to end. The context of an attempt admitted
+//     as a probe is marked ([WithProbe]); the transport adapters carry the
+//     mark to the next hop, and an op there admits a marked call that it
+//     would refuse, for its estimate, its class or its throttle, as a
+//     probe of its own, with whatever time the call has (one every 10 ms
+//     at most, beside the share a recovering op readmits). So an edge
+//     whose probes carry 2 × its Prior reaches a database behind a backend
+//     whose Prior is longer, and a chain recovers from the top, whatever
+//     Priors its hops were given. DESIGN.md states the bound.
 //   - Beside latency, calls are refused at random when the dependency
 //     fails (client-side adaptive throttling, the SRE book, chapter 21):
 //     with probability max(0, (requests − 2·accepts)/(requests + 1)) over
@@ -61,13 +76,18 @@ import (
 // one. The default class is decided as described above. A sheddable attempt
 // keeps headroom: it needs a chance of finishing halfway from Threshold to 1
 // (0.75 for the default 0.5), twice the time under the Safety rule and the
-// prior, is throttled with K halved, and gets half of Limit. A critical
+// prior, is throttled with K halfway to 1 (1.5 for the default 2, never under 1.25), and gets half of Limit. A critical
 // attempt gets the reserve: it needs a quarter of Threshold (0.125), half
 // the time under Safety and the prior, is throttled with K doubled, and may
 // use all of Limit, so it is refused only when it is unlikely to finish at
 // all, when the dependency is stalled, or when Limit is reached. A
 // sheddable attempt refused where a default one would go is refused as
-// shed and never goes as a probe.
+// shed; it goes as a probe only when no attempt of a higher class has been
+// admitted for a window (a second), since then nothing else would bring
+// the estimate up to date.
+//
+// [Op.RegimeAt] says which regime the op is in (measuring, shedding,
+// throttling, refusing, probing) and since when.
 type Op struct {
 	// Name identifies the dependency in the ledger, errors and metrics.
 	Name string
@@ -109,8 +129,9 @@ type Op struct {
 
 	// ProbeEvery is the longest interval between probes while the op
 	// refuses calls on its measurements (see the Op doc for how probes
-	// go). Zero means 100 ms; a negative value disables probes (the op then
-	// follows the last estimate it learned).
+	// go). Zero means 100 ms; a negative value disables probes, its own and
+	// those its callers send (the op then follows its estimate until its
+	// samples age out).
 	ProbeEvery time.Duration
 
 	// Throttle is K of client-side adaptive throttling: calls are refused
@@ -122,6 +143,10 @@ type Op struct {
 	// negative value turns throttling off. On by default because a
 	// dependency that answers errors in a millisecond is never refused on
 	// latency, and calling it forever wastes the budget of every request.
+	// A value between 0 and 1.25 is taken as 1.25: throttling counts its
+	// own refusals as requests, and with K at or below 1 they alone would
+	// keep it refusing after the dependency recovered (probes, while on,
+	// end a throttling episode sooner: see above).
 	Throttle float64
 
 	// Limit bounds the attempts of this op in flight at once; zero means no
@@ -244,7 +269,7 @@ func (o *Op) run(ctx context.Context, ro runOpts, fn func(ctx context.Context) e
 			o.adm.inflight.Add(1) // the last rung goes whatever the load: it is cheap
 		}
 	} else {
-		dec = o.admit(mono(r.now), r.available, CriticalityFrom(ctx))
+		dec = o.admit(mono(r.now), Ask{Available: r.available, Probe: IsProbe(ctx)}, CriticalityFrom(ctx))
 	}
 	switch {
 	case dec.throttled:
@@ -280,6 +305,9 @@ func (o *Op) execute(ctx context.Context, r reading, dec Admission, ro runOpts, 
 	} else {
 		actx, cancel = context.WithDeadlineCause(ctx, r.now.Add(limit), cause)
 	}
+	if dec.Probe {
+		actx = WithProbe(actx) // the hops below admit it as a probe too
+	}
 	err := fn(actx)
 	done = true
 	end := time.Now()
@@ -313,7 +341,7 @@ func (o *Op) BeginAt(now time.Time, a Ask) Admission {
 		return Admission{Available: a.Available, Criticality: c}
 	}
 	m := mono(now)
-	dec := o.admit(m, a.Available, c)
+	dec := o.admit(m, a, c)
 	if dec.Admit {
 		o.started(m)
 	}

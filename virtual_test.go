@@ -16,14 +16,15 @@ var origin = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // TestBeginAtEndAtOnVirtualTime drives an op on virtual time alone: a
 // dependency answering in 20ms, then hanging for 10s, then answering again.
 // The op learns the hang from cut-off attempts and refuses it, probes it
-// with attempts capped at twice its usual latency, and readmits calls soon
-// after it recovers, all without reading the clock.
+// with attempts capped at twice its usual latency, doubled after each probe
+// that failed, and readmits calls soon after it recovers, all without
+// reading the clock.
 func TestBeginAtEndAtOnVirtualTime(t *testing.T) {
 	t.Parallel()
 	op := &budget.Op{Name: "dep", Prior: 20 * time.Millisecond, Cap: time.Second}
 	const avail = 200 * time.Millisecond
 	hangFrom, hangTo := 2*time.Second, 12*time.Second
-	var admitted, refused, probes, afterRecovery int
+	var admitted, refused, probes, afterRecovery, failedProbes int
 	recovered := time.Duration(-1)
 	for v := time.Duration(0); v < 20*time.Second; v += 10 * time.Millisecond {
 		now := origin.Add(v)
@@ -36,16 +37,22 @@ func TestBeginAtEndAtOnVirtualTime(t *testing.T) {
 		limit := min(avail, dec.Cap)
 		if dec.Probe {
 			probes++
-			if dec.Cap != 40*time.Millisecond {
-				t.Fatalf("at %v a probe is capped at %v, want twice the usual 20ms", v, dec.Cap)
+			// Twice the usual 20 ms, doubled after each probe that failed
+			// (at most 6 times), within the op's Cap.
+			if k := failedProbes; dec.Cap != min(40*time.Millisecond<<min(k, 6), time.Second) {
+				t.Fatalf("at %v a probe is capped at %v after %d failed probes, want 40ms doubled as often", v, dec.Cap, k)
 			}
 		} else if dec.Cap != time.Second {
 			t.Fatalf("at %v an attempt is capped at %v, want the op's Cap", v, dec.Cap)
 		}
 		if v >= hangFrom && v < hangTo {
 			op.EndAt(now, now.Add(limit), budget.OutcomeExpired, dec.Probe)
+			if dec.Probe {
+				failedProbes++
+			}
 			continue
 		}
+
 		if v >= hangTo && !dec.Probe {
 			afterRecovery++
 			if recovered < 0 {

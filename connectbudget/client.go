@@ -125,17 +125,18 @@ func (c *client) WrapStreamingClient(next connect.StreamingClientFunc) connect.S
 		}
 		sc := &clientConn{ctx: ctx, c: c, cancel: cancel, stage: procedure}
 		if c.cfg.message > 0 || c.cfg.idle > 0 {
-			var cancelCause context.CancelCauseFunc
-			octx, cancelCause = context.WithCancelCause(octx)
-			sc.cancelCause = cancelCause
-			sc.opCtx = octx
+			octx, sc.cancelCause = context.WithCancelCause(octx)
+			sc.sendErr = &messageError{stage: procedure, what: "Send", d: c.cfg.message}
+			sc.recvErr = &messageError{stage: procedure, what: "Receive", d: c.cfg.message}
+			sc.idleErr = &idleError{stage: procedure, quiet: "server", d: c.cfg.idle}
+			sc.watch = edge.NewClientWatch(edge.StreamLimits{Message: c.cfg.message, Idle: c.cfg.idle}, sc.expire)
 		}
 		conn := next(octx, spec)
 		for k, v := range header {
 			conn.RequestHeader()[k] = v
 		}
 		sc.StreamingClientConn = conn
-		if sc.cancel == nil && sc.cancelCause == nil {
+		if sc.cancel == nil && sc.watch == nil {
 			if _, ok := ctx.Deadline(); !ok {
 				return conn // no deadline and no stream timeouts: nothing to do
 			}
@@ -202,7 +203,9 @@ func (c *client) result(ctx context.Context, err error) error {
 
 // clientConn maps the errors of a stream's operations as the interceptor
 // maps a unary call's, and bounds them by the per-message budget and the
-// idle timeout.
+// idle timeout under the rule of [edge.ClientWatch]: one timer for sending,
+// one for receiving, and a receive counted only while the client awaits an
+// answer.
 type clientConn struct {
 	connect.StreamingClientConn
 	ctx    context.Context    // the caller's
@@ -210,78 +213,46 @@ type clientConn struct {
 	stage  string             // the procedure
 	cancel context.CancelFunc // of the transit deadline; nil when none
 
-	// With a per-message budget or an idle timeout: the stream's context,
-	// canceled with the cause of the timer that fired.
-	opCtx       context.Context
-	cancelCause context.CancelCauseFunc
+	// With a per-message budget or an idle timeout: the watch, and the
+	// stream's context's cancel, called with the cause of the limit that
+	// ran out.
+	watch                     *edge.ClientWatch
+	cancelCause               context.CancelCauseFunc
+	sendErr, recvErr, idleErr error
 
 	mu     sync.Mutex
-	timer  *time.Timer
-	cause  error // what the armed timer reports when it fires
-	fired  error // the cause, once a timer fired
 	closed bool
 }
 
-// arm starts the timer of one operation; it returns the time it started.
-func (s *clientConn) arm(d time.Duration, cause error) time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cause = cause
-	if s.timer == nil {
-		s.timer = time.AfterFunc(d, s.fire)
-	} else {
-		s.timer.Reset(d)
+// cause is the error of an expiry.
+func (s *clientConn) cause(e edge.Expiry) error {
+	switch {
+	case e.Send:
+		return s.sendErr
+	case e.Limit == edge.LimitIdle:
+		return s.idleErr
 	}
-	return time.Now()
+	return s.recvErr
 }
 
-func (s *clientConn) disarm() {
-	s.mu.Lock()
-	if s.timer != nil {
-		s.timer.Stop()
-	}
-	s.mu.Unlock()
-}
+// expire cancels the stream when one of its limits ran out.
+func (s *clientConn) expire(e edge.Expiry) { s.cancelCause(s.cause(e)) }
 
-func (s *clientConn) fire() {
-	s.mu.Lock()
-	cause := s.cause
-	if s.fired == nil {
-		s.fired = cause
+// overran returns the error of an operation that ended with err, when the
+// watch cut the stream off, recording the overrun in the caller's ledger;
+// or nil when it did not.
+func (s *clientConn) overran(err error, what string) error {
+	if err == nil || s.watch == nil {
+		return nil
 	}
-	s.mu.Unlock()
-	s.cancelCause(cause)
-}
-
-// bound runs op under the timer for what, when one applies.
-func (s *clientConn) bound(what string, op func() error) error {
-	if s.cancelCause == nil {
-		return op()
+	e, ok := s.watch.Expired()
+	if !ok {
+		return nil
 	}
-	d, cause := s.c.cfg.message, error(nil)
-	if d > 0 {
-		cause = &messageError{stage: s.stage, what: what, d: d}
-	}
-	if what == "Receive" && s.c.cfg.idle > 0 && (d <= 0 || s.c.cfg.idle < d) {
-		d, cause = s.c.cfg.idle, &idleError{stage: s.stage, quiet: "server", d: s.c.cfg.idle}
-	}
-	if d <= 0 {
-		return op()
-	}
-	started := s.arm(d, cause)
-	err := op()
-	s.disarm()
-	if err != nil {
-		s.mu.Lock()
-		fired := s.fired
-		s.mu.Unlock()
-		if fired != nil {
-			budget.Note(s.ctx, budget.Event{Kind: budget.EventAttempt, Stage: s.stage + " " + what, At: started,
-				Duration: time.Since(started), Outcome: budget.OutcomeExpired, Err: fired})
-			return connect.NewError(connect.CodeDeadlineExceeded, fired)
-		}
-	}
-	return err
+	cause := s.cause(e)
+	budget.Note(s.ctx, budget.Event{Kind: budget.EventAttempt, Stage: s.stage + " " + what, At: e.Start,
+		Duration: e.Waited, Outcome: budget.OutcomeExpired, Err: cause})
+	return connect.NewError(connect.CodeDeadlineExceeded, cause)
 }
 
 // done releases the stream's derived contexts once the stream is over.
@@ -289,14 +260,12 @@ func (s *clientConn) done() {
 	s.mu.Lock()
 	closed := s.closed
 	s.closed = true
-	if s.timer != nil {
-		s.timer.Stop()
-	}
 	s.mu.Unlock()
 	if closed {
 		return
 	}
-	if s.cancelCause != nil {
+	if s.watch != nil {
+		s.watch.Stop()
 		s.cancelCause(context.Canceled)
 	}
 	if s.cancel != nil {
@@ -306,23 +275,52 @@ func (s *clientConn) done() {
 
 // Send sends a message, within the per-message budget when there is one.
 func (s *clientConn) Send(msg any) error {
-	err := s.bound("Send", func() error { return s.StreamingClientConn.Send(msg) })
+	var err error
+	if s.watch != nil {
+		s.watch.BeginSend()
+		err = s.StreamingClientConn.Send(msg)
+		s.watch.EndSend(err == nil)
+	} else {
+		err = s.StreamingClientConn.Send(msg)
+	}
 	if err == nil || errors.Is(err, io.EOF) {
 		return err
+	}
+	if e := s.overran(err, "Send"); e != nil {
+		return e
 	}
 	return s.c.result(s.ctx, err)
 }
 
+// CloseRequest closes the send side: from then on every Receive awaits the
+// server's answer, and is bounded.
+func (s *clientConn) CloseRequest() error {
+	if s.watch != nil {
+		s.watch.CloseSend()
+	}
+	return s.StreamingClientConn.CloseRequest()
+}
+
 // Receive receives a message, within the per-message budget and the idle
-// timeout when there are any.
+// timeout when there are any, counted while the client awaits an answer.
 func (s *clientConn) Receive(msg any) error {
-	err := s.bound("Receive", func() error { return s.StreamingClientConn.Receive(msg) })
+	var err error
+	if s.watch != nil {
+		s.watch.BeginReceive()
+		err = s.StreamingClientConn.Receive(msg)
+		s.watch.EndReceive(err == nil)
+	} else {
+		err = s.StreamingClientConn.Receive(msg)
+	}
 	if err == nil {
 		return nil
 	}
 	s.done() // the stream is over
 	if errors.Is(err, io.EOF) {
 		return err
+	}
+	if e := s.overran(err, "Receive"); e != nil {
+		return e
 	}
 	return s.c.result(s.ctx, err)
 }

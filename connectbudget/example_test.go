@@ -63,7 +63,9 @@ func ExampleMessageContext() {
 				}
 				answer := "answered " + m.GetValue()
 				if m.GetValue() == "hard question" {
-					<-connectbudget.MessageContext(ctx).Done() // stuck on this one
+					mctx, cancel := connectbudget.MessageContext(ctx)
+					<-mctx.Done() // stuck on this one
+					cancel()
 					answer = "gave up on " + m.GetValue()
 				}
 				if err := st.Send(wrapperspb.String(answer)); err != nil {

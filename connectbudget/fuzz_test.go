@@ -121,7 +121,8 @@ func FuzzServerInterceptor(f *testing.F) {
 				if err := conn.Receive(new(str)); err != nil {
 					return err
 				}
-				mctx := connectbudget.MessageContext(ctx)
+				mctx, mcancel := connectbudget.MessageContext(ctx)
+				defer mcancel()
 				if dl, ok := mctx.Deadline(); ok {
 					if sdl, ok := ctx.Deadline(); ok && dl.After(sdl) {
 						t.Fatalf("message deadline %v after the stream's %v", dl, sdl)

@@ -167,7 +167,9 @@ func (o Ops) Op(procedure string) *budget.Op { return o[procedure] }
 //
 // On the client, each Send and Receive of a stream may take at most d: one
 // that takes longer ends the whole stream with DeadlineExceeded, since a
-// Connect, gRPC or gRPC-Web stream cannot cancel one message alone. The
+// Connect, gRPC or gRPC-Web stream cannot cancel one message alone. A
+// Receive's time counts only while the client awaits an answer (a message it
+// sent is unanswered, or it closed its request); its own pauses do not. The
 // client also sends d to the server as Request-Message-Timeout-Ms.
 //
 // Unary calls are not affected: their budget is the call's deadline. The
@@ -202,8 +204,9 @@ func WithMessageAdmission(lookup func(procedure string) *budget.Op) ServerOption
 // call's ledger gets an event naming the side that went quiet. On the
 // server that is the client (the handler's Receive returns the error, and
 // the call ends with it); on the client it is the server (the stream is
-// canceled). Time the handler spends between its Receive calls does not
-// count: only waiting does. The default is none: a stream lives until its
+// canceled), and a Receive waits for it only while the client awaits an
+// answer, as for [WithMessageBudget]. Time spent between Receive calls
+// does not count: only waiting does. The default is none: a stream lives until its
 // deadline, however quiet.
 //
 // On the server, a Receive that is waiting cannot be interrupted (net/http

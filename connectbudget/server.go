@@ -148,7 +148,11 @@ func (s *server) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect
 		if s.cfg.messageOps != nil {
 			messageOp = s.cfg.messageOps(procedure)
 		}
-		if perMessage := s.messageBudget(p, conn.RequestHeader()); perMessage > 0 || s.cfg.idle > 0 || messageOp != nil {
+		perMessage, err := s.messageBudget(bctx, p, conn.RequestHeader())
+		if err != nil {
+			return err
+		}
+		if perMessage > 0 || s.cfg.idle > 0 || messageOp != nil {
 			hc = newHandlerConn(bctx, conn, perMessage, s.cfg.idle, s.stage(procedure))
 			hc.op = messageOp
 			if cancel == nil {

@@ -109,8 +109,9 @@ func (s *service) handler(opts ...connect.HandlerOption) http.Handler {
 			}
 			answer := fmt.Sprintf("ok:%d", n)
 			if m.GetValue() == "hang" {
-				mctx := connectbudget.MessageContext(ctx)
+				mctx, cancel := connectbudget.MessageContext(ctx)
 				<-mctx.Done()
+				cancel()
 				answer = fmt.Sprintf("timeout:%d", n)
 			}
 			if err := st.Send(&str{Value: answer}); err != nil {
@@ -125,7 +126,7 @@ func (s *service) handler(opts ...connect.HandlerOption) http.Handler {
 			} else if err != nil {
 				return err
 			}
-			mctx := connectbudget.MessageContext(ctx)
+			mctx, cancel := connectbudget.MessageContext(ctx)
 			answer := "done"
 			if errors.Is(context.Cause(mctx), budget.ErrInsufficient) {
 				answer = "refused"
@@ -138,6 +139,7 @@ func (s *service) handler(opts ...connect.HandlerOption) http.Handler {
 				}
 				t.Stop()
 			}
+			cancel()
 			if err := st.Send(&str{Value: answer}); err != nil {
 				return err
 			}

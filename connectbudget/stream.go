@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/edge"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -20,9 +21,12 @@ import (
 // [wire.HeaderRequestMessageTimeout], the name grpcbudget sends in gRPC
 // metadata too (MessageTimeoutKey, in lower case), and is read with
 // [wire.ParseRequestMessageTimeout]. A server with [NewServerInterceptor]
-// honours it when its inbound policy trusts Request-Timeout-Ms
-// ([wire.SourceRequestTimeout]), and never grants more than its own
-// [WithMessageBudget].
+// decides it as every adapter does ([edge.MessageBudget]): it honours it
+// when its inbound policy trusts Request-Timeout-Ms
+// ([wire.SourceRequestTimeout]), keeps a tenth of it back as its answer
+// margin, never grants more than its own [WithMessageBudget] nor the
+// policy's Max, and refuses a malformed value with CodeInvalidArgument under
+// a strict policy (reports it to the observer and ignores it otherwise).
 const HeaderMessageTimeout = wire.HeaderRequestMessageTimeout
 
 // ErrIdle is matched by the error of a stream ended by [WithIdleTimeout]:
@@ -64,60 +68,46 @@ func (e *messageError) Is(target error) bool { return target == context.Deadline
 // streamKey is the context key of a server stream's *handlerConn.
 type streamKey struct{}
 
-// MessageContext returns the context of the message a stream's handler
-// received last, when [WithMessageBudget] (or the caller, see
-// [HeaderMessageTimeout]) gives the stream a per-message budget or
-// [WithMessageAdmission] a per-message op: ctx is the
-// handler's context, and the message's context is a child of it whose
-// deadline is the per-message budget after the message arrived, or the
-// stream's deadline when that is earlier. The message's context ends at
-// its deadline, when the handler receives the next message, or when the
-// stream ends, and at once for a message the op refused; do the message's work in it, so that a message that hangs
-// is given up at its budget while the stream goes on. Before the first
-// message, outside such a stream, or for a unary call, MessageContext
-// returns ctx.
-func MessageContext(ctx context.Context) context.Context {
-	hc, _ := ctx.Value(streamKey{}).(*handlerConn)
-	if hc == nil {
-		return ctx
+// MessageContext returns the context in which to handle the message a
+// stream's handler received last, where ctx is the handler's context, with
+// its cancel function, as grpcbudget.MessageContext does for gRPC streams.
+// With a per-message budget ([WithMessageBudget], or the smaller one the
+// caller asked for, see [HeaderMessageTimeout]) its deadline is the earlier
+// of the stream's deadline and the budget counted from the message's
+// arrival (its Receive); with a per-message op ([WithMessageAdmission]), the
+// op's cap bounds it too, and a message the op refused has a context that
+// is already done, whose [context.Cause] is the refusal. The message's
+// context also ends when the handler receives the next message or the
+// stream ends. Do the message's work in it, so that a message that hangs is
+// given up at its budget while the stream goes on. Before the first
+// message, outside such a stream, or for a unary call, it is ctx's child,
+// ending only with ctx.
+//
+// Canceling the returned context releases resources associated with it, so
+// code should call cancel as soon as the message is handled. It costs what
+// [context.WithCancel] costs.
+func MessageContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if hc, _ := ctx.Value(streamKey{}).(*handlerConn); hc != nil {
+		hc.mu.Lock()
+		mctx := hc.msgCtx
+		hc.mu.Unlock()
+		if mctx != nil {
+			return context.WithCancel(mctx)
+		}
 	}
-	hc.mu.Lock()
-	defer hc.mu.Unlock()
-	if hc.msgCtx == nil {
-		return ctx
-	}
-	return hc.msgCtx
+	return context.WithCancel(ctx)
 }
 
 // messageBudget is the per-message budget of a stream arriving with header
-// under policy p (nil when enforcement is off).
-func (s *server) messageBudget(p *wire.Policy, header http.Header) time.Duration {
-	d := s.cfg.message
-	if p == nil {
-		return d
+// under policy p (nil when enforcement is off), as [edge.MessageBudget]
+// decides for every adapter; the error refuses the stream (a malformed
+// value under a strict policy).
+func (s *server) messageBudget(ctx context.Context, p *wire.Policy, header http.Header) (time.Duration, error) {
+	d, err := edge.MessageBudget(ctx, s.cfg.observer, p, s.cfg.message, header.Values(HeaderMessageTimeout))
+	if err != nil {
+		return 0, connect.NewError(connect.CodeInvalidArgument, err)
 	}
-	trust := p.Trust
-	if trust == 0 {
-		trust = wire.SourcesDefault
-	}
-	if !trust.Has(wire.SourceRequestTimeout) {
-		return d
-	}
-	v := header.Get(HeaderMessageTimeout)
-	if v == "" {
-		return d
-	}
-	asked, ok, err := wire.ParseRequestMessageTimeout(v)
-	if !ok || err != nil {
-		return d
-	}
-	// The caller waits asked for each answer: the handler gives up a tenth
-	// earlier, so that its answer arrives before then.
-	asked -= asked / 10
-	if d > 0 {
-		return min(d, asked)
-	}
-	return asked
+	return d, nil
 }
 
 // handlerConn is a server stream with a per-message budget, an idle
@@ -138,21 +128,22 @@ type handlerConn struct {
 	// handler asks for the next one or returns.
 	op *budget.Op
 
+	// recv waits for each message at most the idle timeout; nil when none.
+	recv  *edge.IdleReceiver
+	quiet *idleError // what a Receive past the idle timeout ends with
+
 	mu        sync.Mutex
 	msgCtx    context.Context
 	msgCancel context.CancelCauseFunc
 	attempt   *messageAttempt // the admitted attempt of the message last received
-	idleErr   error           // set once the peer went quiet
-	abandoned error           // set once a Receive was left running: the stream is over
-	timer     *time.Timer
-	done      chan error // the result of a Receive run in its own goroutine
 }
 
 func newHandlerConn(ctx context.Context, conn connect.StreamingHandlerConn, perMessage, idle time.Duration, stage string) *handlerConn {
 	hc := &handlerConn{StreamingHandlerConn: conn, perMessage: perMessage, idle: idle, stage: stage}
 	hc.ctx, hc.cancel = context.WithCancelCause(ctx)
 	if idle > 0 {
-		hc.done = make(chan error, 1)
+		hc.quiet = &idleError{stage: stage, quiet: "client", d: idle}
+		hc.recv = edge.NewIdleReceiver(idle, conn.Receive, hc.quiet)
 	}
 	return hc
 }
@@ -170,7 +161,7 @@ type messageAttempt struct {
 func (hc *handlerConn) Receive(msg any) error {
 	hc.endMessage(time.Now()) // asking for the next message ends the last one's handling
 	var err error
-	if hc.idle > 0 {
+	if hc.recv != nil {
 		err = hc.receiveIdle(msg)
 	} else {
 		err = hc.StreamingHandlerConn.Receive(msg)
@@ -254,62 +245,40 @@ func (hc *handlerConn) endMessage(now time.Time) {
 	hc.op.EndAt(a.start, now, outcome, a.probe)
 }
 
-// receiveIdle runs the wrapped Receive in a goroutine and waits for it at
-// most the idle timeout. A Receive blocked in reading the request cannot be
-// interrupted from here; when the peer went quiet, the goroutine is left to
-// end with the stream, when connect-go closes the request, and the message
-// it was given must not be used.
+// receiveIdle receives through the idle receiver ([edge.IdleReceiver]),
+// which waits at most the idle timeout. A Receive blocked in reading the
+// request cannot be interrupted from here; when the peer went quiet, it is
+// left to end with the stream, when connect-go closes the request, and the
+// message it was given must not be used.
 func (hc *handlerConn) receiveIdle(msg any) error {
-	hc.mu.Lock()
-	if hc.abandoned != nil {
-		err := hc.abandoned
-		hc.mu.Unlock()
-		return err
-	}
-	if hc.timer == nil {
-		hc.timer = time.NewTimer(hc.idle)
-	} else {
-		hc.timer.Reset(hc.idle)
-	}
-	timer := hc.timer
-	hc.mu.Unlock()
 	started := time.Now()
-	go func() { hc.done <- hc.StreamingHandlerConn.Receive(msg) }()
-	select {
-	case err := <-hc.done:
-		timer.Stop()
-		return err
-	case <-timer.C:
-		idle := &idleError{stage: hc.stage, quiet: "client", d: hc.idle}
-		err := connect.NewError(connect.CodeDeadlineExceeded, idle)
-		hc.mu.Lock()
-		hc.idleErr, hc.abandoned = idle, err
-		hc.mu.Unlock()
+	quiet, err := hc.recv.Receive(hc.ctx, msg)
+	switch {
+	case quiet:
 		ev := budget.Event{Kind: budget.EventAttempt, Stage: hc.stage + " receive", At: started,
-			Duration: time.Since(started), Outcome: budget.OutcomeExpired, Err: idle}
+			Duration: time.Since(started), Outcome: budget.OutcomeExpired, Err: hc.quiet}
 		if hc.observer != nil {
 			hc.observer.Observe(hc.ctx, ev)
 		} else {
 			budget.Note(hc.ctx, ev)
 		}
-		hc.cancel(idle)
-		return err
-	case <-hc.ctx.Done():
-		timer.Stop()
-		err := connect.NewError(CodeOf(hc.ctx, hc.ctx.Err()), context.Cause(hc.ctx))
-		hc.mu.Lock()
-		hc.abandoned = err
-		hc.mu.Unlock()
-		return err
+		hc.cancel(hc.quiet)
+		return connect.NewError(connect.CodeDeadlineExceeded, hc.quiet)
+	case err == hc.quiet:
+		return connect.NewError(connect.CodeDeadlineExceeded, hc.quiet)
+	case err != nil && hc.ctx.Err() != nil && err == context.Cause(hc.ctx):
+		return connect.NewError(CodeOf(hc.ctx, hc.ctx.Err()), err)
 	}
+	return err
 }
 
 // idleError returns the error of the idle timeout, once the peer went
 // quiet.
 func (hc *handlerConn) idleError() error {
-	hc.mu.Lock()
-	defer hc.mu.Unlock()
-	return hc.idleErr
+	if hc.recv != nil && hc.recv.Quiet() {
+		return hc.quiet
+	}
+	return nil
 }
 
 // end releases the stream's contexts once its handler returned.
@@ -318,12 +287,12 @@ func (hc *handlerConn) end() {
 	hc.mu.Lock()
 	cancel := hc.msgCancel
 	hc.msgCancel = nil
-	if hc.timer != nil {
-		hc.timer.Stop()
-	}
 	hc.mu.Unlock()
 	if cancel != nil {
 		cancel(context.Canceled)
 	}
 	hc.cancel(context.Canceled)
+	if hc.recv != nil {
+		hc.recv.Close()
+	}
 }

@@ -227,13 +227,25 @@ func TestClientIdleTimeout(t *testing.T) {
 	})
 }
 
-// MessageContext outside a stream with a per-message budget is the
-// context it is given.
+// MessageContext outside a stream with a per-message budget is a child of
+// the context it is given, with no deadline of its own, that its cancel
+// ends; as grpcbudget.MessageContext's is.
 func TestMessageContextOutsideAStream(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	if connectbudget.MessageContext(ctx) != ctx {
-		t.Fatal("MessageContext changed a plain context")
+	ctx, cancelParent := context.WithCancel(context.Background())
+	mctx, cancel := connectbudget.MessageContext(ctx)
+	if _, ok := mctx.Deadline(); ok || mctx.Err() != nil {
+		t.Fatal("MessageContext gave a plain context a deadline, or ended it")
+	}
+	cancel()
+	if mctx.Err() == nil || ctx.Err() != nil {
+		t.Fatal("cancel did not end the message's context alone")
+	}
+	mctx, cancel = connectbudget.MessageContext(ctx)
+	defer cancel()
+	cancelParent()
+	if mctx.Err() == nil {
+		t.Fatal("the message's context outlived its parent")
 	}
 }
 

@@ -16,10 +16,13 @@ import (
 // it, so that gRPC and Connect streams (connectbudget) ask for a per-message
 // budget the same way. The value is whole milliseconds as 1 to 10 ASCII
 // digits, not zero, as [wire.ParseRequestMessageTimeout] reads it. A server
-// reads it when its policy trusts [wire.SourceRequestTimeout] (the zero
-// policy does; an edge trusting [wire.SourcesNone] does not), takes the
-// smaller of it and its own per-message budget, and clamps it to the
-// policy's Max.
+// decides it as every adapter does ([edge.MessageBudget]): it reads it when
+// its policy trusts [wire.SourceRequestTimeout] (the zero policy does; an
+// edge trusting [wire.SourcesNone] does not), keeps a tenth of it back as
+// its answer margin, takes the smaller of that and its own per-message
+// budget, and clamps it to the policy's Max. A malformed value refuses the
+// stream with INVALID_ARGUMENT under a strict policy, and is reported to the
+// observer and ignored otherwise.
 const MessageTimeoutKey = "request-message-timeout-ms"
 
 // ErrMessageBudget is the cause ([context.Cause]) of a message's context
@@ -197,10 +200,15 @@ func handleMessage[M any](ctx context.Context, st *streamState, msg *M, handle f
 // sent under [MessageTimeoutKey] wins when the policy trusts it.
 //
 // On the client, d is sent under [MessageTimeoutKey], and SendMsg and
-// RecvMsg each wait at most d: a SendMsg held longer by flow control, or a
-// RecvMsg that waits longer for the next message, ends the stream with
-// DEADLINE_EXCEEDED and an error matching [ErrMessageBudget] (gRPC can
-// cancel only a whole stream, so the stream ends with it).
+// RecvMsg each wait at most d, each on a timer of its own: a SendMsg held
+// longer by flow control, or a RecvMsg that waits longer for an answer,
+// ends the stream with DEADLINE_EXCEEDED and an error matching
+// [ErrMessageBudget] (gRPC can cancel only a whole stream, so the stream
+// ends with it). A RecvMsg's time counts only while the client awaits an
+// answer: while a message it sent has not been answered (each message
+// received answers one sent), or once it has called CloseSend. Time a
+// RecvMsg waits while the client has asked nothing is the client's own
+// pause, not the server's ([edge.ClientWatch] is the rule).
 //
 // How this differs from the stream's deadline: the stream's deadline
 // (grpc-timeout, the policy's Max) bounds the whole stream, however many
@@ -223,8 +231,10 @@ func WithMessageBudget(d time.Duration) Option {
 // returns an error matching [ErrIdle] and [context.DeadlineExceeded], the
 // handler's context is canceled with it as cause, and the stream ends with
 // DEADLINE_EXCEEDED and the message "client idle", whatever the handler
-// returns. On the client, a RecvMsg that has waited d for the server's next
-// message ends the stream the same way, with "server idle". Either way a
+// returns. On the client, a RecvMsg that has awaited the server's answer for
+// d (counted as for [WithMessageBudget]: only while a message sent awaits
+// its answer, or after CloseSend) ends the stream the same way, with
+// "server idle". Either way a
 // ledger entry of stage "client idle" or "server idle" (an attempt with
 // [budget.OutcomeExpired], lasting the wait) records which side went quiet,
 // in the stream's ledger when it has a budget and otherwise for the
@@ -234,8 +244,9 @@ func WithMessageBudget(d time.Duration) Option {
 // idle only while it is waited for. On the server, a RecvMsg that waits also
 // returns when the handler's budget ends (grpc-go's own RecvMsg returns only
 // when the client's deadline does). The server watches with one goroutine per
-// stream; each message then costs two channel handoffs. A d of zero or less
-// means none.
+// stream ([edge.IdleReceiver]); each message then costs two channel
+// handoffs. A handler may return while a goroutine of its own is still in
+// Recv. A d of zero or less means none.
 func WithIdleTimeout(d time.Duration) Option {
 	return bothOption{
 		server: func(c *serverConfig) { c.stream.idle = max(d, 0) },
@@ -259,10 +270,11 @@ type streamConfig struct {
 	op      *budget.Op // server only
 }
 
-// noteIdle records an idle stream: in ctx's ledger when ctx carries a
-// budget, and otherwise for obs alone.
-func noteIdle(ctx context.Context, obs budget.Observer, e *idleError, start time.Time) {
-	ev := budget.Event{Kind: budget.EventAttempt, Stage: e.stage(), At: start, Duration: time.Since(start),
+// noteIdle records an idle stream, found quiet after a wait of waited from
+// start: in ctx's ledger when ctx carries a budget, and otherwise for obs
+// alone.
+func noteIdle(ctx context.Context, obs budget.Observer, e *idleError, start time.Time, waited time.Duration) {
+	ev := budget.Event{Kind: budget.EventAttempt, Stage: e.stage(), At: start, Duration: waited,
 		Outcome: budget.OutcomeExpired, Err: e}
 	if r, ok := budget.Read(ctx); ok {
 		ev.Remaining = r.Deadline.Sub(start)

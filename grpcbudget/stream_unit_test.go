@@ -163,9 +163,10 @@ func openFake(t *testing.T, ctx context.Context, block bool, opts ...grpcbudget.
 	return cs
 }
 
-// TestClientLimitsVirtual: on virtual time, a client RecvMsg or SendMsg
-// that blocks ends exactly at its limit: the idle timeout for RecvMsg when
-// it is the smaller ("server idle"), the per-message budget otherwise.
+// TestClientLimitsVirtual: on virtual time, a client RecvMsg that awaits
+// an answer (here after CloseSend) or a SendMsg that blocks ends exactly at
+// its limit: the idle timeout for RecvMsg when it is the smaller ("server
+// idle"), the per-message budget otherwise.
 func TestClientLimitsVirtual(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -189,6 +190,7 @@ func TestClientLimitsVirtual(t *testing.T) {
 				if tc.send {
 					err = cs.SendMsg(nil)
 				} else {
+					_ = cs.CloseSend() // every answer is now awaited
 					err = cs.RecvMsg(nil)
 				}
 				if waited := time.Since(start); waited != tc.want {

@@ -1,0 +1,5 @@
+//go:build race
+
+package budget_test
+
+func init() { raceEnabled = true }
