@@ -14,7 +14,7 @@ import (
 )
 
 var (
-	simDraws = flag.Int("pick.draws", 300, "draws of the generated recovery test")
+	simDraws = flag.Int("pick.draws", 300, "draws of the generated recovery test (at most 100 under -short or -race)")
 	simSeed  = flag.Uint64("pick.seed", 0, "first seed of the generated recovery test (0: from the clock)")
 )
 
@@ -144,8 +144,8 @@ func TestRecoveryGenerated(t *testing.T) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	draws := *simDraws
-	if testing.Short() {
-		draws = 50
+	if testing.Short() || raceEnabled {
+		draws = min(draws, 100) // the race detector: 100 draws, the full count without it
 	}
 	var worst, worstBound int
 	var mu sync.Mutex
