@@ -426,3 +426,39 @@ func TestBalancerFastFailingReplica(t *testing.T) {
 		})
 	}
 }
+
+// A replica that hangs (answers nothing until each call's deadline) gets at
+// most 5 % of the calls, at most 10 % of the calls fail, and once it answers
+// again it gets its share back: probes that answer fast bring it back, and
+// the cut-offs of the calls it held no longer count.
+func TestBalancerHangingReplica(t *testing.T) {
+	reps := startReplicas(t, 10*time.Millisecond, 10*time.Millisecond, 10*time.Millisecond)
+	client := dialBalanced(t, testBalancerName, reps)
+	const budget = 300 * time.Millisecond
+	if failed := callAll(client, 8, 300, budget); failed > 0 {
+		t.Fatalf("healthy warm-up: %d calls failed", failed)
+	}
+	reps[0].delay.Store(int64(time.Hour))
+	const n = 2000
+	before := counts(reps)
+	failed := callAll(client, 8, n, budget)
+	each, total := delta(before, counts(reps))
+	t.Logf("replica 0 hanging: %v of %d calls, %d failed", each, total, failed)
+	if failed > n/10 {
+		t.Errorf("%d of %d calls failed, want at most 10 %%", failed, n)
+	}
+	if each[0] > total/20 {
+		t.Errorf("the hanging replica received %d of %d calls, want at most 5 %%", each[0], total)
+	}
+	reps[0].delay.Store(int64(10 * time.Millisecond))
+	// The bound: 5 × 100 calls, plus one per caller and per replica, once
+	// the calls it held (300 ms at most) have ended.
+	callAll(client, 8, 1000, budget)
+	before = counts(reps)
+	callAll(client, 8, 900, budget)
+	each, total = delta(before, counts(reps))
+	t.Logf("after the fault: %v of %d calls", each, total)
+	if share := float64(each[0]) / float64(total); share < 0.12 {
+		t.Errorf("the recovered replica received %.1f %% of calls, want at least 12 %% (a fair share is 33 %%)", 100*share)
+	}
+}

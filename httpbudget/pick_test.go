@@ -292,3 +292,68 @@ func TestPickerFastFailingReplica(t *testing.T) {
 		})
 	}
 }
+
+// A replica that hangs (answers nothing until each request's deadline) gets
+// at most 5 % of the requests, at most 10 % of them fail, and once it
+// answers again it gets its share back.
+func TestPickerHangingReplica(t *testing.T) {
+	reps := []*slowable{newSlowable(t, 10*time.Millisecond), newSlowable(t, 10*time.Millisecond), newSlowable(t, 10*time.Millisecond)}
+	var urls []string
+	for _, r := range reps {
+		urls = append(urls, r.srv.URL)
+	}
+	p, err := httpbudget.NewPicker(urls, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	defer client.CloseIdleConnections()
+	send := func(n int) (got []int64, failed int) {
+		before := make([]int64, len(reps))
+		for i, r := range reps {
+			before[i] = r.calls.Load()
+		}
+		var next, bad atomic.Int64
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for next.Add(1) <= int64(n) {
+					ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+					base, done := p.Pick(ctx)
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/", nil)
+					resp, err := client.Do(req)
+					done(resp, err)
+					if err != nil {
+						bad.Add(1)
+					} else {
+						resp.Body.Close()
+					}
+					cancel()
+				}
+			})
+		}
+		wg.Wait()
+		got = make([]int64, len(reps))
+		for i, r := range reps {
+			got[i] = r.calls.Load() - before[i]
+		}
+		return got, int(bad.Load())
+	}
+	if _, failed := send(300); failed > 0 {
+		t.Fatalf("healthy warm-up: %d requests failed", failed)
+	}
+	reps[0].delay.Store(int64(time.Hour))
+	const n = 2000
+	got, failed := send(n)
+	t.Logf("replica 0 hanging: %v of %d requests, %d failed", got, n, failed)
+	if failed > n/10 || got[0] > n/20 {
+		t.Errorf("the hanging replica received %d of %d requests and %d failed, want at most 5 %% and 10 %%", got[0], n, failed)
+	}
+	reps[0].delay.Store(int64(10 * time.Millisecond))
+	send(1000)
+	got, _ = send(900)
+	t.Logf("after the fault: %v", got)
+	if share := float64(got[0]) / 900; share < 0.12 {
+		t.Errorf("the recovered replica received %.1f %% of requests, want at least 12 %% (a fair share is 33 %%)", 100*share)
+	}
+}
