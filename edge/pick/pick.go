@@ -283,7 +283,7 @@ func (b *Balancer) Done(r *Replica, start, end time.Time, probe bool, res Result
 		}
 		r.observe(d, false, probe)
 		if probe {
-			b.judgeProbe(r, start, d)
+			b.judgeProbe(r, start, end)
 		}
 	case Expired:
 		r.est.RecordCensoredAt(end, d)
@@ -317,13 +317,14 @@ func (b *Balancer) Done(r *Replica, start, end time.Time, probe bool, res Result
 	}
 }
 
-// judgeProbe counts a probe that succeeded in d as fast, or ends the run of
+// judgeProbe counts a probe begun at start that succeeded at end as fast, or ends the run of
 // fast probes: fast is within EjectFactor/2 times the best replica's latency
 // (or by no more than MinGap) and, for an ejected replica, within half the
 // latency that ejected it. RecoverProbes fast probes in a row of a replica
 // that is not ejected, only shunned for its smoothed latency, set that
 // latency to the latest of them.
-func (b *Balancer) judgeProbe(r *Replica, start time.Time, d time.Duration) {
+func (b *Balancer) judgeProbe(r *Replica, start, end time.Time) {
+	d := end.Sub(start)
 	x := float64(d)
 	best := math.Float64frombits(b.best.Load())
 	ejected := r.ejected.Load()
@@ -340,7 +341,7 @@ func (b *Balancer) judgeProbe(r *Replica, start time.Time, d time.Duration) {
 	}
 	r.probeLat.Store(int64(max(d, 1)))
 	if r.good.Add(1) >= RecoverProbes && !ejected {
-		r.renew(x)
+		r.renew(x, end)
 	}
 }
 
@@ -353,12 +354,12 @@ func (r *Replica) endRun(start time.Time) {
 	}
 }
 
-// renew sets r's smoothed latency to l, the latest of the fast probes that
+// renew sets r's smoothed latency at now to l, the latest of the fast probes that
 // brought it back, forgets its distribution, and has it ignore the calls
 // begun before: calls sent while it hung would otherwise raise its
 // latency and tail again long after.
-func (r *Replica) renew(l float64) {
-	r.renewed.Store(since(time.Now()))
+func (r *Replica) renew(l float64, now time.Time) {
+	r.renewed.Store(since(now))
 	r.ewma.Store(math.Float64bits(l))
 	r.good.Store(0)
 	r.est.Reset()
@@ -539,7 +540,7 @@ func (b *Balancer) ejected(ctx context.Context, now time.Time, r *Replica, l, be
 		if r.ejected.CompareAndSwap(true, false) {
 			if slow {
 				l = float64(r.probeLat.Load())
-				r.renew(l)
+				r.renew(l, now)
 			}
 			r.good.Store(0)
 			r.est.Reset() // the slow samples of before say nothing now
