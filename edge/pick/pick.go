@@ -117,8 +117,9 @@ const (
 
 // Config tunes a [Balancer]. The zero value uses the defaults.
 type Config struct {
-	// ProbeEvery: while some replica is ejected, one call in ProbeEvery is
-	// due as a probe, the ejected replicas taking them in turn. Zero means
+	// ProbeEvery: while some replica is shunned (ejected, slower than twice
+	// the best, or unfit for the call), one call in ProbeEvery is due as a
+	// probe, the shunned replicas taking them in turn. Zero means
 	// 100 (1 %); other values are clamped to [MinProbeEvery, MaxProbeEvery].
 	ProbeEvery int
 	// EjectFactor: a replica whose recent latency exceeds EjectFactor times
