@@ -37,15 +37,14 @@
 // A replica much slower than the best one (its smoothed latency by
 // EjectFactor and by MinGap, its median by half EjectFactor), or failing
 // FailLimit calls in a row, is ejected: it is no longer chosen, except as a
-// probe. One call in ProbeEvery is due as a probe while some replica is
-// ejected, given to the first call with time for the replica's estimate
-// (for a replica that hangs, 8 times the best latency and 20 ms), the
-// ejected replicas taking the probes in turn.
-//
-// Probes go to the replicas shunned: ejected, slower than twice the best
-// replica (and by MinGap), or whose estimate does not fit the call. Otherwise a replica
-// whose latency or tail was learned during a fault, and that is no longer
-// chosen, would never learn that the fault is over.
+// probe. Probes go to the replicas shunned: ejected, slower than twice the
+// best replica (and by MinGap), or whose estimate does not fit the call;
+// otherwise a replica whose latency or tail was learned during a fault, and
+// that is no longer chosen, would never learn that the fault is over. While
+// some replica is shunned, one call in ProbeEvery is due as a probe, given
+// to the first call with time for the replica's estimate (for a replica
+// that hangs, 8 times the best latency and 20 ms), the shunned replicas
+// taking the probes in turn.
 //
 // Recovery. A replica ejected for its failures returns to service at its
 // first probe that succeeds or answers; one ejected for its latency, after
