@@ -91,7 +91,11 @@ func resultOf(err error, cutOff bool) pick.Result {
 	if err == nil {
 		return pick.OK
 	}
-	switch status.Code(err) {
+	code := status.Code(err)
+	if _, ok := status.FromError(err); !ok {
+		code = status.FromContextError(err).Code() // a context's error, bare
+	}
+	switch code {
 	case codes.DeadlineExceeded:
 		if cutOff {
 			return pick.Expired

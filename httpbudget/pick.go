@@ -30,9 +30,10 @@ import (
 // says of its replica:
 //
 //	1xx, 2xx, 3xx          a success: a latency sample
-//	429, 500, 502, 503,
-//	504, any 5xx but 501   a failure of the replica, however fast (it sheds,
-//	                       is overloaded or broken); a 504 or 408 at the
+//	408, 429, 500, 502,
+//	503, 504, any 5xx
+//	but 501                a failure of the replica, however fast (it sheds,
+//	                       is overloaded or broken); a 408 or 504 at the
 //	                       request's own deadline is a cut-off
 //	other 4xx, 501         an answer of the application (not found, bad
 //	                       request, forbidden): the replica is alive, which
