@@ -40,7 +40,10 @@ const maxDuplicateWait = 10 * time.Second
 // that arrives while the first still runs waits for it and replays its
 // answer, within its own budget (its context's deadline, less a moment to
 // answer; 10 s when it has none); when its budget cannot cover the wait it
-// gets 409 Conflict with Retry-After: 1 and next does not run. A malformed
+// gets 409 Conflict with Retry-After: 1 and next does not run. That 409 is
+// sent even when the budget ran out during the wait (not when the caller
+// left): it tells the caller to try again, where the 504 with
+// Budget-Expired [NewHandler] answers for a silent handler tells it to stop. A malformed
 // key (empty, over 255 bytes, control characters, several values: see
 // [wire.ParseIdempotencyKey]) is refused with 400 naming what was wrong, and
 // a keyed request body over [MaxIdempotentAnswer] with 413.
@@ -168,7 +171,10 @@ func (h *idempotent) repeat(ctx context.Context, w http.ResponseWriter, key stri
 			storeDown(w, err)
 			return
 		} else if !ok {
-			if ctx.Err() == nil {
+			// Answered even when the budget has just run out (but not when
+			// the caller left): a 409 tells the caller to try again, where
+			// the 504 NewHandler would answer for silence tells it to stop.
+			if !errors.Is(ctx.Err(), context.Canceled) {
 				w.Header().Set("Retry-After", "1")
 				plain(w, http.StatusConflict, "httpbudget: a request with this Idempotency-Key is still running, or failed: try again")
 			}

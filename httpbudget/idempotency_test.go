@@ -395,3 +395,40 @@ func ExampleIdempotent() {
 	// 200 charged (run 1) replayed=""
 	// 200 charged (run 1) replayed="true"
 }
+
+// slowGetStore answers Get after 20 ms, as a store across the network may.
+type slowGetStore struct {
+	httpbudget.MemoryIdempotencyStore
+}
+
+func (s *slowGetStore) Get(ctx context.Context, key string) (httpbudget.IdempotencyRecord, bool, error) {
+	time.Sleep(20 * time.Millisecond)
+	return s.MemoryIdempotencyStore.Get(ctx, key)
+}
+
+// A repeat whose budget runs out while it waits for the first request gets
+// 409 (try again), not the 504 with Budget-Expired that NewHandler answers
+// for a handler that sent nothing, which a client never retries. Before,
+// a wait that overran the budget by a store call answered nothing.
+func TestIdempotentRepeatOutOfBudgetGets409(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := &charge{work: time.Second}
+		h := httpbudget.NewHandler(httpbudget.Idempotent(&slowGetStore{}, c))
+		go call(context.Background(), h, "k", "/pay", "5")
+		time.Sleep(time.Millisecond)
+		r := httptest.NewRequest(http.MethodPost, "/pay", strings.NewReader("5"))
+		r.Header.Set(wire.HeaderIdempotencyKey, "k")
+		r.Header.Set(wire.HeaderRequestTimeout, "50")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusConflict || w.Header().Get(wire.HeaderBudgetExpired) != "" {
+			t.Errorf("%d %v %q, want 409 without Budget-Expired", w.Code, w.Header(), w.Body)
+		}
+		time.Sleep(2 * time.Second) // the first request ends
+		synctest.Wait()
+		if c.runs.Load() != 1 {
+			t.Fatalf("%d runs", c.runs.Load())
+		}
+	})
+}
