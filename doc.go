@@ -81,6 +81,14 @@
 //     a window, so an op whose callers are all sheddable recovers as well.
 //   - [Op].Limit and the classes' shares count attempts in flight, each
 //     bounded by its budget: they free within the longest budget.
+//   - The balancers (grpcbudget's budget_aware, httpbudget.Picker, both on
+//     edge/pick) learn latency only from successes: a replica that fails
+//     fast is a failure, never the fastest. A shunned replica (ejected,
+//     or slower than twice the best) gets a probe in turn, one call in
+//     ProbeEvery (100); it returns at its first probe that succeeds, or
+//     after three fast ones if it was slow, so that once the calls it held
+//     have ended it is chosen again within (3 + 2) × m × ProbeEvery calls,
+//     m being the number of shunned replicas.
 //   - A [Queue] that stands serves newest-first and sheds what waited past
 //     Target; it stops standing when it is next empty.
 //   - A [RetryQuota] counts the requests and retries of its TTL (10 s): an

@@ -16,12 +16,10 @@ import (
 // internal/. Go lets it, since they share a path prefix, but it is an
 // unversioned contract between modules that minimum version selection can
 // break: grpcbudget v0.3.1 built with a later root whose internal/ changed.
-// What adapters share is public (package edge). internal/pick, still imported
-// by the balancers, is allowed for now and listed.
+// What adapters share is public (package edge and edge/pick).
 func TestNoModuleImportsRootInternal(t *testing.T) {
 	t.Parallel()
 	const internal = "github.com/timebudget/budget/internal/"
-	allowed := map[string]bool{internal + "pick": true}
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -42,11 +40,7 @@ func TestNoModuleImportsRootInternal(t *testing.T) {
 		}
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
-			switch {
-			case !strings.HasPrefix(p, internal):
-			case allowed[p]:
-				t.Logf("%s imports %s (allowed for now)", path, p)
-			default:
+			if strings.HasPrefix(p, internal) {
 				t.Errorf("%s (module %s) imports %s, an internal package of the root module", path, moduleOf(path), p)
 			}
 		}
