@@ -22,7 +22,8 @@ type idempotencyKey struct{}
 // happen, and a server that ignores it runs them twice.
 //
 // Call it once per logical call, before the retry loop, never per attempt.
-// It costs two allocations and about 0.5 µs.
+// It costs three allocations (the key, its context, the value) and about
+// 0.25 µs (BenchmarkWithIdempotencyKey).
 func WithIdempotencyKey(parent context.Context) context.Context {
 	if _, ok := IdempotencyKeyFrom(parent); ok {
 		return parent

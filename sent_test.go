@@ -216,3 +216,29 @@ func ExampleWithIdempotencyKey() {
 	// budget: charge not retried: it may have run, and it is neither idempotent nor keyed: no answer
 	// <nil>
 }
+
+func BenchmarkWithIdempotencyKey(b *testing.B) {
+	b.ReportAllocs()
+	ctx := context.Background()
+	for b.Loop() {
+		_ = budget.WithIdempotencyKey(ctx)
+	}
+}
+
+// WithIdempotencyKey allocates the key, its context and the boxed value; a
+// context that carries a key already costs nothing; SentOf allocates the
+// interface errors.As fills, once per failed attempt, never on success.
+func TestIdempotencyAllocations(t *testing.T) {
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(100, func() { _ = budget.WithIdempotencyKey(ctx) }); n > 3 {
+		t.Errorf("WithIdempotencyKey: %v allocations, want at most 3", n)
+	}
+	keyed := budget.WithIdempotencyKey(ctx)
+	if n := testing.AllocsPerRun(100, func() { _ = budget.WithIdempotencyKey(keyed) }); n != 0 {
+		t.Errorf("WithIdempotencyKey on a keyed context: %v allocations, want 0", n)
+	}
+	err := budget.MarkSent(errors.New("boom"), budget.MaybeExecuted)
+	if n := testing.AllocsPerRun(100, func() { _, _ = budget.SentOf(err) }); n > 1 {
+		t.Errorf("SentOf: %v allocations, want at most 1", n)
+	}
+}
