@@ -538,25 +538,15 @@ func (o *Op) learn(start, end int64, outcome Outcome, probe bool) {
 
 // Reset forgets everything the op has measured: its estimator's samples,
 // its probe state and the counts error-rate throttling keeps. Admission
-// then follows Prior until it has learned again. An op resets itself when
-// probes show a recovered dependency.
+// then follows Prior until it has learned again. An op that probes show
+// has a recovered dependency forgets less: its cut-off samples, not the
+// latencies it measured.
 func (o *Op) Reset() {
 	if o == nil {
 		return
 	}
 	o.Estimator.Reset()
-	a := &o.adm
-	a.sinceOK.Store(0)
-	a.lastProbe.Store(0)
-	a.gap.Store(0)
-	a.share.Store(0)
-	a.refused.Store(0)
-	a.every.Store(0)
-	a.scale.Store(0)
-	for i := range a.throttle {
-		a.throttle[i].counts.Store(0)
-	}
-	a.regime.clear()
+	o.forgetFault()
 }
 
 // recovered is what an op does once probes show its dependency is back: it
@@ -568,6 +558,11 @@ func (o *Op) Reset() {
 // Completed samples from a slow spell age out with their windows.
 func (o *Op) recovered() {
 	o.Estimator.forgetCensored()
+	o.forgetFault()
+}
+
+// forgetFault clears the probe, stall, throttling and regime state.
+func (o *Op) forgetFault() {
 	a := &o.adm
 	a.sinceOK.Store(0)
 	a.lastProbe.Store(0)
