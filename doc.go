@@ -60,7 +60,8 @@
 //     throttles them for the error rate, a probe goes at least every
 //     5 × ProbeEvery (500 ms) of calls, or every 16th call for an op that
 //     knows nothing of the dependency's latency; it is capped at twice the
-//     usual latency, doubling after each failure up to the call's time. A
+//     usual latency, doubling after each failure up to half the call's
+//     time. A
 //     probe is a probe end to end ([WithProbe]): the ops below admit it
 //     whatever their own estimates say, so the first probe after the fault
 //     ends reaches the dependency. Two probes that succeed end the fault
