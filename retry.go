@@ -219,7 +219,7 @@ func (r *Retry) beforeRetry(ctx context.Context, op *Op, n int, last error) erro
 func suppress(ctx context.Context, rd reading, op *Op, n int, why Outcome, needed time.Duration, last error) error {
 	err := &Error{Stage: op.Name, Outcome: why, Needed: needed, Budget: rd.st.budget(), Err: last}
 	if rd.hasDeadline {
-		err.Remaining = rd.available
+		err.Remaining, err.Available = rd.remaining, rd.available
 	}
 	emit(ctx, rd.st, op.Observer, Event{Kind: EventRefuse, Stage: op.Name, At: rd.now,
 		Remaining: rd.remaining, Needed: needed, Outcome: why, Attempt: n, Err: err})
