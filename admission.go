@@ -93,6 +93,7 @@ type admissionState struct {
 	refused    atomic.Int32  // calls refused since the last probe
 	every      atomic.Int32  // refusals a probe waits for; 0 means 1
 	scale      atomic.Int32  // doublings of a probe's time after probes that failed
+	okProbe    atomic.Int64  // offset when the latest probe that succeeded started
 	forwarded  atomic.Int64  // offset of the last call admitted as a probe its caller sent
 	fed        atomic.Int64  // offset of the last attempt of a class above Sheddable admitted
 	inflight   atomic.Int64  // attempts started and not ended, counted while Limit > 0
@@ -470,10 +471,13 @@ func (o *Op) probeGap() int64 {
 // doubles the time the next probe gets (probeCap). A
 // probe the caller abandoned says nothing about the dependency and only
 // frees the probe slot.
-func (o *Op) probed(m int64, outcome Outcome) {
+func (o *Op) probed(start, m int64, outcome Outcome) {
 	a := &o.adm
 	switch outcome {
 	case OutcomeOK:
+		if start > a.okProbe.Load() {
+			a.okProbe.Store(start)
+		}
 		a.gap.Store(0)
 		a.every.Store(0)
 		// The probe's time stays as it is: it was enough, and the next
@@ -492,6 +496,11 @@ func (o *Op) probed(m int64, outcome Outcome) {
 	case OutcomeCanceled:
 		a.lastProbe.Store(m - o.probeGap())
 	default:
+		if start < a.okProbe.Load() {
+			// A probe sent before one that has since succeeded tells
+			// nothing new: its dependency was still failing when it left.
+			return
+		}
 		a.share.Store(0)
 		a.gap.Store(min(2*o.probeGap(), max(o.probeEvery(), int64(minProbeGap))))
 		a.every.Store(min(2*max(a.every.Load(), 1), maxProbeEvery))
@@ -505,6 +514,10 @@ func (o *Op) probed(m int64, outcome Outcome) {
 // at offset start and ended at offset end.
 func (o *Op) learn(start, end int64, outcome Outcome, probe bool) {
 	a := &o.adm
+	// A probe that succeeded, but slower than twice the usual latency, shows
+	// a dependency that answers slowly, not one that has recovered: it is a
+	// sample the estimate admits callers on, not a step of the ramp.
+	slow := probe && outcome == OutcomeOK && o.usual() > 0 && end-start > 2*int64(o.usual())
 	if outcome == OutcomeOK {
 		// A moving average of successes; a change under 1/128 of it is not
 		// stored, so steady latency costs loads, not stores.
@@ -523,8 +536,11 @@ func (o *Op) learn(start, end int64, outcome Outcome, probe bool) {
 			a.sinceOK.CompareAndSwap(n, n-1) // it answered: not a stall
 		}
 	}
-	if probe {
-		o.probed(end, outcome)
+	switch {
+	case slow:
+		o.probed(start, end, OutcomeExpired)
+	case probe:
+		o.probed(start, end, outcome)
 	}
 	if o.Throttle >= 0 {
 		slot := o.throttleSlot(end)

@@ -372,7 +372,12 @@ func (o *Op) ended(start, stop int64, elapsed time.Duration, outcome Outcome, pr
 	case OutcomeOK:
 		o.Estimator.record(stop, elapsed, false)
 	case OutcomeExpired:
-		o.Estimator.record(stop, elapsed, true)
+		// An attempt cut off after it left before a probe that has since
+		// succeeded is evidence of the fault that probe saw end: it is
+		// not recorded, or the op would refuse again on it.
+		if start >= o.adm.okProbe.Load() {
+			o.Estimator.record(stop, elapsed, true)
+		}
 	}
 	o.learn(start, stop, outcome, probe)
 	if o.Limit > 0 {
