@@ -76,8 +76,12 @@
 //     a window, so an op whose callers are all sheddable recovers as well.
 //   - [Op].Limit and the classes' shares count attempts in flight, each
 //     bounded by its budget: they free within the longest budget.
-//   - A [Queue] that stands serves newest-first and sheds what waited past
-//     Target; it stops standing when it is next empty.
+//   - A [Queue] with a positive Target that stands serves newest-first and
+//     sheds what waited past Target; it stops standing when it is next
+//     empty. A deadline-driven Queue (zero Target) holds nothing past its
+//     deadline, and its learned service time follows each backlog (a
+//     moving average over about eight hand-outs): once the overload ends,
+//     its expected wait falls with the items it holds.
 //   - A [RetryQuota] counts the requests and retries of its TTL (10 s): an
 //     exhausted quota refills within a TTL of the fault's end.
 //
