@@ -7,12 +7,11 @@ import (
 )
 
 // TestBudgetVariantIsUntuned checks that the budget variant sets only names
-// and the queue's drop hook: every sizing field of its Op and its Queue
-// (Limit, Target, MinUseful and the rest) is left at its default.
+// and the queue's drop hook: every sizing field of its Queue (Target,
+// MinUseful and the rest) is left at its default.
 func TestBudgetVariantIsUntuned(t *testing.T) {
 	allowed := map[string]bool{"Name": true, "OnDrop": true}
 	for what, v := range map[string]any{
-		"Op":    budgetOp(),
 		"Queue": budgetQueue(func(context.Context, *queued, error) {}),
 	} {
 		rv := reflect.ValueOf(v).Elem()
