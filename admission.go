@@ -462,8 +462,8 @@ func (o *Op) probeGap() int64 {
 }
 
 // probed learns from the end of a probe: a success readmits a share of the
-// refused calls, doubling with each further success until the op resets
-// itself; a probe that ran its course and failed halves nothing but stops
+// refused calls, doubling with each further success until the op takes the
+// dependency as recovered; a probe that ran its course and failed halves nothing but stops
 // the ramp, doubles the interval to the next probe, up to ProbeEvery, and
 // doubles the time the next probe gets (probeCap). A
 // probe the caller abandoned says nothing about the dependency and only
@@ -479,7 +479,7 @@ func (o *Op) probed(m int64, outcome Outcome) {
 		s := a.share.Load()
 		next := max(2*s, rampStart)
 		if next >= rampFull {
-			o.Reset()
+			o.recovered()
 			a.regime.calm.Store(m)
 			return
 		}
@@ -543,6 +543,29 @@ func (o *Op) Reset() {
 		return
 	}
 	o.Estimator.Reset()
+	a := &o.adm
+	a.sinceOK.Store(0)
+	a.lastProbe.Store(0)
+	a.gap.Store(0)
+	a.share.Store(0)
+	a.refused.Store(0)
+	a.every.Store(0)
+	a.scale.Store(0)
+	for i := range a.throttle {
+		a.throttle[i].counts.Store(0)
+	}
+	a.regime.clear()
+}
+
+// recovered is what an op does once probes show its dependency is back: it
+// forgets the evidence of the fault, not what it knows of the dependency's
+// latency. The cut-off samples (the outage's "at least this long") go, and
+// so do the probe state and the throttle's counts; the completed samples
+// stay, so that an op whose prior alone would refuse its callers (a Prior
+// set longer than the latency) keeps admitting them on what it measured.
+// Completed samples from a slow spell age out with their windows.
+func (o *Op) recovered() {
+	o.Estimator.forgetCensored()
 	a := &o.adm
 	a.sinceOK.Store(0)
 	a.lastProbe.Store(0)

@@ -67,7 +67,7 @@ func Refuse(ctx context.Context, stage string, now time.Time, left, needed time.
 // refuse records that stage was not started, for lack of time, and returns
 // the error matching [ErrInsufficient] that says so.
 func refuse(ctx context.Context, r reading, extra Observer, stage string, n int, needed time.Duration) error {
-	err := &Error{Stage: stage, Outcome: OutcomeInsufficient, Remaining: r.available, Needed: needed, Budget: r.st.budget()}
+	err := &Error{Stage: stage, Outcome: OutcomeInsufficient, Remaining: r.remaining, Available: r.available, Needed: needed, Budget: r.st.budget()}
 	emit(ctx, r.st, extra, Event{Kind: EventRefuse, Stage: stage, At: r.now, Remaining: r.remaining,
 		Needed: needed, Outcome: OutcomeInsufficient, Attempt: n, Err: err})
 	return err

@@ -218,7 +218,7 @@ var errLoadShed = errors.New("shed under load for its criticality")
 // error that says so: an [*Error] with [OutcomeShed], matching
 // [ErrInsufficient].
 func (o *Op) shed(ctx context.Context, r reading, n int, dec Admission) error {
-	err := &Error{Stage: o.Name, Outcome: OutcomeShed, Remaining: r.available, Needed: dec.Needed, Budget: r.st.budget(), Err: errLoadShed}
+	err := &Error{Stage: o.Name, Outcome: OutcomeShed, Remaining: r.remaining, Available: r.available, Needed: dec.Needed, Budget: r.st.budget(), Err: errLoadShed}
 	emit(ctx, r.st, o.Observer, Event{Kind: EventRefuse, Stage: o.Name, At: r.now, Remaining: r.remaining,
 		Needed: dec.Needed, Outcome: OutcomeShed, Attempt: n, Err: err})
 	return err

@@ -59,8 +59,9 @@
 //     usual latency, doubling after each failure up to the call's time. A
 //     probe is a probe end to end ([WithProbe]): the ops below admit it
 //     whatever their own estimates say, so the first probe after the fault
-//     ends reaches the dependency. Two probes that succeed reset the op:
-//     its samples and its throttling counts are forgotten. So the first
+//     ends reaches the dependency. Two probes that succeed end the fault
+//     for the op: its cut-off samples and its throttling counts are
+//     forgotten, the latencies it measured kept. So the first
 //     answer after a fault comes within the longest budget in flight (a
 //     probe sent just before the end runs out its time) plus 5 ×
 //     ProbeEvery, or 16 calls, and the usual rate returns one probe later.

@@ -42,9 +42,13 @@ type Error struct {
 	// OutcomeCanceled when the caller gave up before it could start, and
 	// OutcomeLimit when a [Steps] loop reached its bound.
 	Outcome Outcome
-	// Remaining is the time that was left, after the reserve, when the
-	// decision was made. It is negative or zero for an expiry.
+	// Remaining is the time that was left before the deadline when the
+	// decision was made, before the reserve, as [Remaining] and
+	// [Reading].Remaining state it. It is negative or zero for an expiry.
 	Remaining time.Duration
+	// Available is Remaining less the reserve held back with [WithReserve]:
+	// the time the work could use, which the decision weighed.
+	Available time.Duration
 	// Needed is what the work was estimated to need (zero when unknown).
 	Needed time.Duration
 	// Budget is the whole budget of the request (zero when unknown).

@@ -111,3 +111,24 @@ func TestRefuseOfACanceledContextIsACancellation(t *testing.T) {
 		t.Fatalf("Refuse on an expired context = %v", err)
 	}
 }
+
+// Regression: Error.Remaining was the time left after the reserve while
+// Event.Remaining, Reading.Remaining and Remaining were before it. One word,
+// one meaning: Remaining is before the reserve, Available after it.
+func TestErrorRemainingIsBeforeTheReserve(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := budget.Start(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		ctx = budget.WithReserve(ctx, 30*time.Millisecond)
+		op := &budget.Op{Name: "slow", Prior: 200 * time.Millisecond}
+		err := op.Do(ctx, func(context.Context) error { return nil })
+		var be *budget.Error
+		if !errors.As(err, &be) {
+			t.Fatalf("err = %v, want a *budget.Error", err)
+		}
+		if be.Remaining != 100*time.Millisecond || be.Available != 70*time.Millisecond {
+			t.Fatalf("Remaining %v, Available %v; want 100ms before the 30ms reserve and 70ms after it", be.Remaining, be.Available)
+		}
+	})
+}

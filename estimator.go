@@ -291,6 +291,23 @@ func (e *Estimator) Reset() {
 	e.snap.Store(nil)
 }
 
+// forgetCensored forgets the cut-off samples and keeps the completed ones:
+// an op forgets what an outage taught it this way once probes show the
+// dependency is back.
+func (e *Estimator) forgetCensored() {
+	for s := range e.slots {
+		for i := range e.slots[s].censored {
+			e.slots[s].censored[i].Store(0)
+		}
+	}
+	for i := range e.recent {
+		if enc := e.recent[i].Load(); enc >= 0 && enc&1 == 1 {
+			e.recent[i].CompareAndSwap(enc, -1)
+		}
+	}
+	e.snap.Store(nil)
+}
+
 // Distribution returns the estimated distribution as of now, built from the
 // windows, or from the latest 5 samples when the windows hold fewer. The
 // result is a cached snapshot, recomputed when it is older than 1/64 of a

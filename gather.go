@@ -283,7 +283,7 @@ func (g *Gather[T]) finish(ctx context.Context, st *state, res *GatherResult[T],
 		} else if missing == nil && b.Outcome != OutcomeFailed {
 			missing = b.Err
 			if errors.Is(b.Err, context.DeadlineExceeded) {
-				missing = &Error{Stage: b.Name, Outcome: OutcomeExpired, Remaining: r.available, Budget: st.budget(), Err: b.Err}
+				missing = &Error{Stage: b.Name, Outcome: OutcomeExpired, Remaining: r.remaining, Available: r.available, Budget: st.budget(), Err: b.Err}
 			}
 		}
 	}

@@ -52,8 +52,9 @@ import (
 //     longer than 5 × ProbeEvery (500 ms by default) once a probe's cost is
 //     bounded by its cap. A probe the caller abandons says nothing. A probe
 //     that succeeds readmits 7/8 of the refused calls, and the next success
-//     all of them: the op resets, as a circuit breaker's half-open trials
-//     close it, and forgets its samples and its throttling counts.
+//     all of them, as a circuit breaker's half-open trials close it: the op
+//     forgets what the fault taught it (its cut-off samples and its
+//     throttling counts) and keeps the latencies it measured.
 //   - A probe is a probe end to end. The context of an attempt admitted
 //     as a probe is marked ([WithProbe]); the transport adapters carry the
 //     mark to the next hop, and an op there admits a marked call that it
@@ -243,7 +244,7 @@ func Call[T any](ctx context.Context, o *Op, fn func(ctx context.Context) (T, er
 // throttle records a call refused by error-rate throttling and returns the
 // error that says so.
 func (o *Op) throttle(ctx context.Context, r reading, n int) error {
-	err := &Error{Stage: o.Name, Outcome: OutcomeThrottled, Remaining: r.available, Budget: r.st.budget()}
+	err := &Error{Stage: o.Name, Outcome: OutcomeThrottled, Remaining: r.remaining, Available: r.available, Budget: r.st.budget()}
 	emit(ctx, r.st, o.Observer, Event{Kind: EventRefuse, Stage: o.Name, At: r.now, Remaining: r.remaining,
 		Outcome: OutcomeThrottled, Attempt: n, Err: err})
 	return err
@@ -322,7 +323,7 @@ func (o *Op) execute(ctx context.Context, r reading, dec Admission, ro runOpts, 
 	emit(ctx, r.st, o.Observer, Event{Kind: kind, Stage: o.Name, At: r.now, Duration: elapsed,
 		Remaining: r.remaining, Needed: dec.Needed, Outcome: outcome, Attempt: ro.n, Probe: dec.Probe, Err: err})
 	if outcome == OutcomeExpired {
-		return &Error{Stage: o.Name, Outcome: OutcomeExpired, Remaining: r.available - elapsed, Budget: r.st.budget(), Err: err}
+		return &Error{Stage: o.Name, Outcome: OutcomeExpired, Remaining: r.remaining - elapsed, Available: r.available - elapsed, Budget: r.st.budget(), Err: err}
 	}
 	return err
 }

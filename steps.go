@@ -104,7 +104,7 @@ func (s Steps) Run(ctx context.Context, step func(ctx context.Context, n int) (d
 			return StepsResult{Steps: n, Outcome: OutcomeCanceled}, err
 		case outcome == OutcomeExpired:
 			return StepsResult{Steps: n, Outcome: OutcomeExpired}, &Error{Stage: stage, Outcome: OutcomeExpired,
-				Remaining: r.available - elapsed, Budget: r.st.budget(), Err: err}
+				Remaining: r.remaining - elapsed, Available: r.available - elapsed, Budget: r.st.budget(), Err: err}
 		}
 		return StepsResult{Steps: n, Outcome: OutcomeFailed}, err
 	}

@@ -20,13 +20,15 @@ import (
 type debugJSON struct {
 	Rule string `json:"suggested_timeout_rule"`
 	Ops  []struct {
-		Name        string  `json:"name"`
-		Samples     int     `json:"samples"`
-		P50MS       float64 `json:"p50_ms"`
-		P99MS       float64 `json:"p99_ms"`
-		SuggestedMS float64 `json:"suggested_timeout_ms"`
-		State       string  `json:"state"`
-		Refusals    int     `json:"refusals"`
+		Name        string     `json:"name"`
+		Samples     int        `json:"samples"`
+		P50MS       float64    `json:"p50_ms"`
+		P99MS       float64    `json:"p99_ms"`
+		SuggestedMS float64    `json:"suggested_timeout_ms"`
+		State       string     `json:"state"`
+		Regime      string     `json:"regime"`
+		RegimeSince *time.Time `json:"regime_since"`
+		Refusals    int        `json:"refusals"`
 	} `json:"ops"`
 	Minutes  []string `json:"minutes"`
 	Refusals []struct {
@@ -323,6 +325,52 @@ func TestDebugPageProbing(t *testing.T) {
 	}
 	if len(v.Ops) != 1 || v.Ops[0].State != "probing" {
 		t.Errorf("ops %+v, want pricing probing", v.Ops)
+	}
+}
+
+// TestDebugPageRegime checks that the page says which regime each op is in
+// and since when: an op refusing a hung dependency shows as refusing since
+// its first refusal, a healthy one as measuring with no start.
+func TestDebugPageRegime(t *testing.T) {
+	t.Parallel()
+	page := httpbudget.NewDebugPage()
+	healthy := &budget.Op{Name: "cache"}
+	hung := &budget.Op{Name: "db", Prior: 5 * time.Millisecond}
+	now := time.Now()
+	for i := range 10 {
+		hung.EndAt(now.Add(-time.Second), now.Add(-time.Duration(i)*time.Millisecond), budget.OutcomeExpired, false)
+	}
+	if dec := hung.BeginAt(now, budget.Ask{Available: 50 * time.Millisecond}); dec.Admit {
+		t.Fatalf("the hung op admitted a call: %+v", dec)
+	}
+	page.Register(healthy, hung)
+	rec := httptest.NewRecorder()
+	page.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/budget?format=json", nil))
+	var v debugJSON
+	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, op := range v.Ops {
+		got[op.Name] = op.Regime
+		switch op.Name {
+		case "cache":
+			if op.RegimeSince != nil {
+				t.Errorf("cache: measuring since %v, want no start", op.RegimeSince)
+			}
+		case "db":
+			if op.RegimeSince == nil || op.RegimeSince.Sub(now).Abs() > time.Millisecond {
+				t.Errorf("db: refusing since %v, want its first refusal at %v", op.RegimeSince, now)
+			}
+		}
+	}
+	if got["cache"] != "measuring" || got["db"] != "refusing" {
+		t.Fatalf("regimes %v, want cache measuring and db refusing", got)
+	}
+	rec = httptest.NewRecorder()
+	page.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/budget", nil))
+	if body := rec.Body.String(); !strings.Contains(body, `<td class="regime">refusing <span`) {
+		t.Errorf("the page does not show db as refusing:\n%s", body)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"html/template"
 	"math"
 	"net/http"
@@ -89,7 +90,13 @@ type opView struct {
 	NeedsMS    float64 `json:"needs_ms"`
 	NeedsKnown bool    `json:"needs_known"`
 	State      string  `json:"state"`
-	Refusals   int     `json:"refusals"`
+	// Regime is the op's admission regime (budget.Op.RegimeAt): measuring,
+	// shedding, throttling, refusing or probing; RegimeSince when it began,
+	// absent while the op has been measuring since it was created.
+	Regime      string        `json:"regime"`
+	RegimeSince *time.Time    `json:"regime_since,omitempty"`
+	RegimeFor   time.Duration `json:"-"`
+	Refusals    int           `json:"refusals"`
 
 	P50, P99, Suggested, Needs time.Duration `json:"-"`
 }
@@ -117,9 +124,12 @@ type eventView struct {
 	DurationMS  float64 `json:"duration_ms"`
 	RemainingMS float64 `json:"remaining_ms"`
 	Err         string  `json:"error,omitempty"`
-	Left        float64 `json:"-"` // bar start, percent of the scale
-	Width       float64 `json:"-"` // bar width, percent of the scale
-	Bad         bool    `json:"-"` // refused or expired
+	// Why says, for a refusal, what was needed against what was left (see
+	// refusalWhy); empty for other events.
+	Why   string  `json:"why,omitempty"`
+	Left  float64 `json:"-"` // bar start, percent of the scale
+	Width float64 `json:"-"` // bar width, percent of the scale
+	Bad   bool    `json:"-"` // refused or expired
 
 	Offset, Duration, Remaining time.Duration `json:"-"` // written with their unit
 }
@@ -262,6 +272,11 @@ func opViewOf(op *budget.Op, st *opStats, now time.Time, rep time.Duration, minu
 	v.NeedsKnown = adm.Admit || v.Needs > 0
 	v.Needs = max(v.Needs, op.MinUseful)
 	v.P50MS, v.P99MS, v.SuggestedMS, v.NeedsMS = msOf(v.P50), msOf(v.P99), msOf(v.Suggested), msOf(v.Needs)
+	regime, since := op.RegimeAt(now)
+	v.Regime = regime.String()
+	if !since.IsZero() {
+		v.RegimeSince, v.RegimeFor = &since, max(now.Sub(since), 0)
+	}
 	switch {
 	case !adm.Measured && dist.Count() < minSamples:
 		v.State = "learning"
@@ -341,6 +356,9 @@ func recentViewOf(e recentEntry, scrub func(string) string) recentView {
 		if ev.Err != nil {
 			row.Err = scrub(redact.Error(ev.Err))
 		}
+		if ev.Kind == budget.EventRefuse {
+			row.Why = refusalWhy(ev)
+		}
 		row.Left = percent(ev.Offset, scale)
 		row.Width = max(percent(ev.Duration, scale), 0.4)
 		row.Left = min(row.Left, 100-row.Width)
@@ -351,4 +369,58 @@ func recentViewOf(e recentEntry, scrub func(string) string) recentView {
 
 func percent(d, of time.Duration) float64 {
 	return math.Round(1000*min(max(float64(d)/float64(of), 0), 1)) / 10
+}
+
+// refusalWhy says why an op refused to start work, in the figures the
+// refusal carries: what the estimate needed against the time left after the
+// reserve (and before it, when they differ), or the reason that was not a
+// lack of time. A bare "too little time left" beside "left 299 ms" says
+// neither. The event and its [*budget.Error] carry the need, the time left
+// and the outcome; they do not carry the quantile or probability behind the
+// need, or the class share that shed an attempt, so those are named, not
+// quantified.
+func refusalWhy(ev budget.Event) string {
+	avail, shedUnderLoad := ev.Remaining, false
+	var be *budget.Error
+	if errors.As(ev.Err, &be) {
+		avail = be.Remaining
+		shedUnderLoad = be.Err != nil && strings.Contains(be.Err.Error(), "shed under load")
+	}
+	left := "had " + debugDuration(avail) + " after the reserve"
+	if avail != ev.Remaining && ev.Remaining > 0 {
+		left += " (" + debugDuration(ev.Remaining) + " before it)"
+	}
+	switch ev.Outcome {
+	case budget.OutcomeInsufficient:
+		if ev.Needed > 0 && ev.Needed <= avail {
+			// Refused with more time than Needed: Needed is then where the
+			// op's measurements stop (its longest cut-off), not a need.
+			return "its measurements stop at " + debugDuration(ev.Needed) + ", where calls were cut off, and say nothing about more: " +
+				left + ", and calls have run past what its prior promises, so only a probe goes"
+		}
+		if ev.Needed > 0 {
+			return "needed " + debugDuration(ev.Needed) + " by its estimate, " + left
+		}
+		if avail <= 0 {
+			return "nothing left after the reserve: the " + debugDuration(ev.Remaining) + " left before it is held back for later work"
+		}
+		return "no estimate to meet: " + left + ", no more than the op can use, or its dependency stalled"
+	case budget.OutcomeShed:
+		if shedUnderLoad {
+			return "shed under load: its class's share of the op's Limit was taken (" + left + ")"
+		}
+		if ev.Needed > 0 {
+			return "refused on arrival: needed " + debugDuration(ev.Needed) + ", " + left
+		}
+		return "refused on arrival: " + left
+	case budget.OutcomeThrottled:
+		return "throttled: the dependency is failing, whatever the time left (" + left + ")"
+	case budget.OutcomeExpired:
+		return "not started: the deadline had passed"
+	case budget.OutcomeCanceled:
+		return "not started: the caller had gone"
+	case budget.OutcomeRetrySuppressed:
+		return "not retried: the retry quota is spent (" + left + ")"
+	}
+	return left
 }

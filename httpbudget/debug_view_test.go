@@ -2,6 +2,7 @@ package httpbudget
 
 import (
 	"bytes"
+	"html"
 	"regexp"
 	"strconv"
 	"strings"
@@ -173,5 +174,59 @@ func TestDebugTablesDoNotBreakWords(t *testing.T) {
 	}
 	if tables, boxed := strings.Count(debugHTML, "<table"), strings.Count(debugHTML, "<div class=\"scroll\">\n<table"); tables != boxed || tables != 3 {
 		t.Errorf("%d tables, %d in a scrolling box; want all 3 boxed", tables, boxed)
+	}
+}
+
+// TestDebugRefusalSaysWhatWasNeeded is the regression test for a refusal
+// made on measurements shown as "too little time left" beside "left
+// 299 ms": the page says what the estimate needed against what was left
+// after the reserve, or why time was not the reason.
+func TestDebugRefusalSaysWhatWasNeeded(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	refusal := func(outcome budget.Outcome, needed time.Duration, err error) recentEntry {
+		be := &budget.Error{Stage: "geometry", Outcome: outcome, Remaining: 254 * ms, Needed: needed, Budget: 300 * ms, Err: err}
+		return recentEntry{at: time.Unix(1000, 0), reason: outcome.String(), event: budget.Event{
+			Kind: budget.EventRefuse, Stage: "geometry", Remaining: 299 * ms, Needed: needed, Outcome: outcome, Err: be}}
+	}
+	for _, tc := range []struct {
+		name string
+		e    recentEntry
+		want string
+	}{
+		{"measured", refusal(budget.OutcomeInsufficient, 312*ms, nil),
+			"needed 312 ms by its estimate, had 254 ms after the reserve (299 ms before it)"},
+		// Refused with more time than Needed: the samples end there.
+		{"past the samples", refusal(budget.OutcomeInsufficient, 210*ms, nil),
+			"its measurements stop at 210 ms, where calls were cut off, and say nothing about more: had 254 ms after the reserve (299 ms before it)"},
+		{"no estimate", refusal(budget.OutcomeInsufficient, 0, nil),
+			"no estimate to meet: had 254 ms after the reserve (299 ms before it), no more than the op can use, or its dependency stalled"},
+		{"reserve took it all", func() recentEntry {
+			e := refusal(budget.OutcomeInsufficient, 0, nil)
+			e.event.Remaining, e.event.Err.(*budget.Error).Remaining = 20*ms, -10*ms
+			return e
+		}(), "nothing left after the reserve: the 20.0 ms left before it is held back for later work"},
+		{"throttled", refusal(budget.OutcomeThrottled, 0, nil), "throttled: the dependency is failing, whatever the time left"},
+		{"expired", refusal(budget.OutcomeExpired, 0, nil), "not started: the deadline had passed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			v := recentViewOf(tc.e, func(s string) string { return s })
+			var buf bytes.Buffer
+			if err := debugTemplate.Execute(&buf, &debugView{Recent: []recentView{v}}); err != nil {
+				t.Fatal(err)
+			}
+			m := regexp.MustCompile(`<td class="err">(.*?)</td>`).FindStringSubmatch(buf.String())
+			if m == nil {
+				t.Fatalf("no error cell in\n%s", buf.String())
+			}
+			got := html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(m[1], ""))
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("the refusal reads %q, want %q", got, tc.want)
+			}
+			if strings.Contains(got, "too little time left") {
+				t.Errorf("the refusal still reads %q", got)
+			}
+		})
 	}
 }

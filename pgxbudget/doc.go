@@ -6,8 +6,11 @@
 //
 // [Pool] wraps a *pgxpool.Pool and has pgx's own method set: Query, QueryRow,
 // Exec, SendBatch, Begin and BeginTx, returning pgx.Rows, pgx.Row,
-// pgx.BatchResults and a [Tx]. Code written against a pool (or against an
-// interface holding those methods) changes one constructor and nothing else.
+// pgx.BatchResults and a [Tx], and Ping, Acquire, CopyFrom, Stat and Close.
+// Code written against a pool (or against an interface holding those
+// methods) changes one constructor and nothing else. What pgxpool.Pool has
+// beyond that (Reset, Config, AcquireFunc, AcquireAllIdle) is on the pool
+// [Pool.Pool] returns.
 // A pgx QueryTracer or a ContextWatcherHandler alone was considered and
 // rejected: a tracer sees a statement but cannot put a setting in front of it
 // in the same round trip, and a handler only acts after the client's deadline,

@@ -53,6 +53,18 @@ func TestMisconfiguredPool(t *testing.T) {
 					return err
 				},
 				"Begin": func() error { _, err := tc.p.Begin(ctx); return err },
+				"Ping":  func() error { return tc.p.Ping(ctx) },
+				"Acquire": func() error {
+					c, err := tc.p.Acquire(ctx)
+					if c != nil {
+						t.Errorf("%s Acquire: a connection with %v", tc.name, err)
+					}
+					return err
+				},
+				"CopyFrom": func() error {
+					_, err := tc.p.CopyFrom(ctx, pgx.Identifier{"t"}, []string{"n"}, pgx.CopyFromRows(nil))
+					return err
+				},
 				"BeginTx": func() error {
 					_, err := tc.p.BeginTx(ctx, pgx.TxOptions{})
 					return err
@@ -68,6 +80,9 @@ func TestMisconfiguredPool(t *testing.T) {
 			}
 		}
 		tc.p.Close()
+		if tc.p.Stat() != nil {
+			t.Errorf("%s: Stat() != nil", tc.name)
+		}
 		if tc.p.Pool() != nil {
 			t.Errorf("%s: Pool() != nil", tc.name)
 		}

@@ -65,7 +65,8 @@ func Wrap(p *pgxpool.Pool, opts ...Option) *Pool {
 }
 
 // Pool returns the underlying pool, for what the wrapper does not cover
-// (CopyFrom, statements that cannot run in a transaction block, Stat). It
+// (Reset, Config, AcquireFunc, AcquireAllIdle, and statements that cannot
+// run in a transaction block). It
 // is nil for a Pool without one (see [Pool]).
 func (p *Pool) Pool() *pgxpool.Pool {
 	if p == nil {
@@ -222,4 +223,56 @@ func (p *Pool) BeginTx(ctx context.Context, opts pgx.TxOptions) (*Tx, error) {
 		return nil, expired(ctx, p.cfg.stage, err)
 	}
 	return &Tx{tx: tx, conn: c, cfg: &p.cfg, bounded: ms > 0}, nil
+}
+
+// Ping checks that the server answers within the budget of ctx, as
+// pgxpool.Pool.Ping does: the wait for a connection counts against the
+// budget and is refused when too little time is left, and the ping itself is
+// bounded by ctx's deadline (a ping runs no statement to push a timeout
+// into).
+func (p *Pool) Ping(ctx context.Context) error {
+	c, _, err := p.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	return expired(ctx, p.cfg.stage, c.Ping(ctx))
+}
+
+// Acquire takes a connection from the pool under the budget of ctx, as
+// pgxpool.Pool.Acquire does: the wait counts against the budget and is
+// recorded in the ledger, and a call with too little time left is refused
+// with an error matching [budget.ErrInsufficient]. Statements run on the
+// returned connection are plain pgx, bounded by their context's deadline on
+// the client side only: use the Pool's own methods, or [Pool.Begin], to have
+// the budget pushed down. Release the connection when done.
+func (p *Pool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	c, _, err := p.acquire(ctx)
+	return c, err
+}
+
+// CopyFrom copies rows into a table with the COPY protocol, as
+// pgxpool.Pool.CopyFrom does. The wait for a connection counts against the
+// budget; the copy is bounded by ctx's deadline on the client side (with
+// [Configure], pgx asks the server to cancel it when ctx ends): COPY cannot
+// be preceded by the timeout settings in the same round trip. For a copy
+// that must stop on the server even if this process dies, run it in a
+// transaction from [Pool.Begin] and use [Tx.CopyFrom].
+func (p *Pool) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	c, _, err := p.acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Release()
+	n, err := c.CopyFrom(ctx, table, columns, src)
+	return n, expired(ctx, p.cfg.stage, err)
+}
+
+// Stat returns the underlying pool's statistics, as pgxpool.Pool.Stat does,
+// or nil for a Pool without one (see [Pool]).
+func (p *Pool) Stat() *pgxpool.Stat {
+	if p.check() != nil {
+		return nil
+	}
+	return p.pool.Stat()
 }

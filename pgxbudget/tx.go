@@ -3,6 +3,7 @@ package pgxbudget
 import (
 	"context"
 	"errors"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -28,7 +29,7 @@ type Tx struct {
 }
 
 // Tx returns the underlying pgx.Tx, for what the wrapper does not cover
-// (CopyFrom, LargeObjects, Prepare). Statements run through it run under
+// (LargeObjects, Prepare). Statements run through it run under
 // the operator's statement_timeout and lock_timeout, not the time left.
 func (t *Tx) Tx() pgx.Tx { return t.tx }
 
@@ -92,6 +93,36 @@ func (t *Tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 		return &batch{err: err}
 	}
 	return t.stmt(ms).sendBatch(ctx, b)
+}
+
+// CopyFrom copies rows into a table with the COPY protocol in the
+// transaction, as pgx.Tx.CopyFrom does. With a deadline in ctx, the copy
+// runs with statement_timeout and lock_timeout lowered to the time left, as
+// every statement of a Tx does, so the server stops it when the budget runs
+// out even if this process has died; COPY cannot share a round trip with the
+// settings, so they cost a round trip before it and one after it to put
+// them back. A copy with too little time left is refused before it is sent.
+func (t *Tx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	ms, err := t.budgetFor(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if ms > 0 {
+		k := t.stmt(ms).kind
+		if _, err := t.tx.Exec(ctx, k.sql(), strconv.FormatInt(ms, 10), strconv.FormatInt(lockMillis(ms), 10)); err != nil {
+			return 0, expired(ctx, t.cfg.stage, err)
+		}
+	}
+	n, err := t.tx.CopyFrom(ctx, table, columns, src)
+	if err != nil {
+		return n, expired(ctx, t.cfg.stage, err)
+	}
+	if ms > 0 {
+		if _, err := t.tx.Exec(ctx, restoreSQL); err != nil {
+			return n, expired(ctx, t.cfg.stage, err)
+		}
+	}
+	return n, nil
 }
 
 // Commit commits the transaction and returns the connection to the pool.

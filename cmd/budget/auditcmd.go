@@ -25,7 +25,10 @@ each other and against the user's budget:
 	             always made one after another: their worst cases add up)
 	below-p99    a timeout is below the call's floor: the callee's p99 (its own
 	             plus its callees'), or what the callee's own calls need
-	no-timeout   a call has no timeout
+	no-timeout   a call has no timeout. A call written "timeout: budget" has
+	             none of its own on purpose: it spends the rest of its
+	             caller's budget, as a budget.Op call does, and is reported
+	             only where that time cannot cover it (conflict)
 	conflict     a service's calls at their floors do not fit the time it is
 	             given: no timeouts satisfy both; reported once, no value
 	cycle        calls lead back to a service already on the path
@@ -53,12 +56,15 @@ The file:
 	  edge:
 	    calls:
 	      - {to: search, timeout: 2s, retries: 1, backoff: 100ms}
+	      - {to: ads, timeout: budget}   # the rest of the budget
 	  search:
 	    latency: {p50: 20ms, p99: 200ms}
 	    calls:
 	      - {to: db, timeout: 1.5s, retries: 2, backoff: 50ms}
 	  db:
 	    latency: {p50: 5ms, p99: 80ms}
+	  ads:
+	    latency: {p50: 10ms, p99: 40ms}
 
 A call may list fallbacks tried in order after it failed, each a call
 ({to: SERVICE, timeout: DUR}) or a local answer ({local: cache, latency:

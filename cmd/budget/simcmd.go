@@ -17,7 +17,7 @@ import (
 func simMain(args []string, stdout, stderr io.Writer) int {
 	f, err := parseSimFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, simUsage)
+		fmt.Fprint(stdout, sim.Usage)
 		return 0
 	}
 	if err != nil {

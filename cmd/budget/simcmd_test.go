@@ -28,6 +28,11 @@ func TestSimBadInput(t *testing.T) {
 		{"unknown fault", []string{"--fault", "geometry=explode", geo}, `unknown fault "explode"`},
 		{"slow without duration", []string{"--fault", "geometry=slow", geo}, "slow needs a duration"},
 		{"fail without P", []string{"--fault", "geometry=fail:2", geo}, "fail needs a probability in (0, 1]"},
+		{"fault ends before it starts", []string{"--fault", "geometry=hang@5s-2s", geo}, `--fault "geometry=hang@5s-2s": the fault ends (2s) before it starts (5s)`},
+		{"fault window not durations", []string{"--fault", "geometry=hang@2-5", geo}, `start "2" is not a duration`},
+		{"fault share not K/N", []string{"--fault", "geometry=hang:3/2@2s-5s", geo}, `"3/2" is not K/N`},
+		{"error with argument", []string{"--fault", "geometry=error:0.5", geo}, "error takes no argument but :K/N"},
+		{"bad horizon", []string{"--horizon", "-1s", geo}, `--horizon: "-1s" is not a duration`},
 		{"two faults on one service", []string{"--fault", "geometry=hang", "--fault", "geometry=fail:0.5", geo}, `two faults on "geometry"`},
 		{"no file", nil, "want one FILE, got 0"},
 		{"two files", []string{geo, geo}, "want one FILE, got 2"},
@@ -61,7 +66,7 @@ func TestSimHelp(t *testing.T) {
 	if code := run([]string{"sim", "--help"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}
-	for _, flag := range []string{"--requests", "--rate", "--concurrency", "--seed", "--workers", "--fault", "--out"} {
+	for _, flag := range []string{"--requests", "--rate", "--concurrency", "--seed", "--workers", "--fault", "--horizon", "--out"} {
 		if !strings.Contains(stdout.String(), flag+" ") {
 			t.Errorf("sim usage does not explain %s", flag)
 		}

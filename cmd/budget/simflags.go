@@ -7,59 +7,11 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/timebudget/budget/cmd/budget/internal/sim"
+	"github.com/timebudget/budget/cmd/budget/internal/topology"
 )
-
-// simUsage is what budget sim --help prints.
-const simUsage = `Usage: budget sim [flags] FILE
-
-Simulates the call graph declared in FILE (the format of budget audit) in
-virtual time, with the same traffic and faults under four patterns:
-
-	per-call timeouts     each attempt its call's configured timeout, fresh at
-	                      each hop; retries with backoff; nothing handed down
-	shared deadline       one deadline from the entry's budget; each attempt
-	                      gets min(timeout, time left) and the callee stops at it
-	deadline + admission  the same, and an attempt is refused before it starts
-	                      by the caller's budget.Op for the callee (the
-	                      library's own admission, on virtual time); fallbacks
-	                      keep their time
-	no timeout            none; the user gives up at 3× the budget
-
-Each service takes a worker from its pool (workers in FILE, default 200) for
-its whole request, does its own work (log-normal, fitted to its p50 and p99;
-no latency means none) and makes its calls in order. A service whose work
-does not stop when its caller leaves (cancellable: false, the default) runs
-on, holding its worker, until it ends or a deadline handed to it passes.
-
-It prints a table and writes report.json and report.html (charts inline) to
---out. The run is deterministic given --seed.
-
-Flags:
-
-	--requests N       requests per pattern (default 100000)
-	--rate R           send R requests per second of virtual time, an open
-	                   loop that can overload the services
-	--concurrency C    or keep C users in a closed loop, each sending its next
-	                   request when the last ended (default 100)
-	--seed N           seed of the random draws (default 1)
-	--workers N        pool size of services that declare none (default 200)
-	--fault SVC=KIND   inject a fault, repeatable; KIND is hang, slow:DURATION
-	                   or fail:P (each call fails at once with probability P)
-	--out DIR          where to write the reports (default out)
-	--max-calls N      the most calls the run may make (default 5000000000):
-	                   before it starts, sim estimates 4 patterns × requests ×
-	                   the calls one request can make, every retry and
-	                   fallback counted as if each attempt failed, and refuses
-	                   a run estimated past N
-
-FILE is read within the bounds budget audit --help lists.
-
-Exit status: 0 on success, 1 when the reports cannot be written, 2 for bad
-flags, a malformed FILE (reported as FILE:LINE:COL: message) or a run
-estimated past --max-calls.
-`
 
 // simFlags is what sim's command line asks for: the run's configuration,
 // the faults as written (parsed once FILE is read), the report directory and
@@ -111,6 +63,14 @@ func parseSimFlags(args []string) (*simFlags, error) {
 			return fmt.Errorf("%q is not a seed (a whole number)", s)
 		}
 		f.cfg.Seed = n
+		return nil
+	})
+	fs.Func("horizon", "", func(s string) error {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 || d > topology.MaxDuration {
+			return fmt.Errorf("%q is not a duration in (0, %s], as in 30s", s, topology.MaxDuration)
+		}
+		f.cfg.Horizon = d
 		return nil
 	})
 	fs.Func("fault", "", func(s string) error { f.faults = append(f.faults, s); return nil })

@@ -14,7 +14,8 @@ import (
 )
 
 // vetMain runs budget vet: it loads the packages named by args, runs the
-// checks of package vet over them and prints one line per finding. It
+// checks of package vet over them, prints one line per finding and closes
+// with a summary line (packages, files and checks, findings, suppressed). It
 // returns 0 when nothing was found, 1 when something was, and 2 for a usage
 // error, packages that could not be loaded, or a stop by ctx (Ctrl-C or
 // SIGTERM).
@@ -38,7 +39,7 @@ func vetMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	findings, err := vet.Run(ctx, "", fs.Args(), analyzers)
+	res, err := vet.Run(ctx, "", fs.Args(), analyzers)
 	if err != nil && ctx.Err() != nil {
 		// Run's go commands, and the compilers they started, were sent
 		// SIGINT and then, if they lingered, SIGKILL as a process group
@@ -52,13 +53,14 @@ func vetMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	wd, _ := os.Getwd()
-	for _, f := range findings {
+	for _, f := range res.Findings {
 		if rel, err := filepath.Rel(wd, f.Pos.Filename); err == nil && !strings.HasPrefix(rel, "..") {
 			f.Pos.Filename = rel
 		}
 		fmt.Fprintln(stdout, f)
 	}
-	if len(findings) > 0 {
+	fmt.Fprintln(stdout, res.Summary(len(analyzers)))
+	if len(res.Findings) > 0 {
 		return 1
 	}
 	return 0
@@ -76,6 +78,15 @@ directory); their test files are checked too. Each finding is printed on
 stdout as
 
 	file:line:col: message (check)
+
+and the last line sums up what was checked and found:
+
+	budget vet: 3 packages, 12 files, 7 checks: 1 finding, 0 suppressed by //budget:ignore
+
+A finding that is right for the code as it stands is silenced by a
+comment on its line or the line above, naming the check and saying why:
+
+	//budget:ignore bgdeadline the audit entry is written even after the request ends
 
 Flags:
 

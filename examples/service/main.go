@@ -195,8 +195,10 @@ func main() {
 		pricing: &http.Client{Transport: httpbudget.NewTransport(http.DefaultTransport, httpbudget.WithClientStage("pricing"))}}
 	url := serve(edge(svc)) + "/product?id=1"
 
+	// The user's side: a client that gives up after 2 s, as a browser would.
+	user := &http.Client{Timeout: 2 * time.Second}
 	for _, q := range []string{"", "&db=slow", "&pricing=slow"} {
-		resp, err := http.Get(url + q)
+		resp, err := user.Get(url + q)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -206,12 +208,15 @@ func main() {
 	}
 }
 
-// serve serves h on a loopback port and returns its URL.
+// serve serves h on a loopback port and returns its URL. ReadHeaderTimeout
+// bounds how long a client may take to send its headers, which no request
+// budget covers: the budget starts once they have arrived.
 func serve(h http.Handler) string {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err)
 	}
-	go func() { _ = http.Serve(lis, h) }()
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: time.Second}
+	go func() { _ = srv.Serve(lis) }()
 	return "http://" + lis.Addr().String()
 }

@@ -14,7 +14,11 @@
 //   - in a scratch module outside the repository, with GOWORK=off and that
 //     proxy ahead of the usual one, go gets the newest version of every
 //     library module, builds a program that imports every public package of
-//     them, go installs cmd/budget and cmd/budget-vet, and runs budget --help.
+//     them, go installs cmd/budget and cmd/budget-vet, and runs budget --help;
+//   - follows README.md's install-from-a-clone block word for word: in a
+//     scratch directory holding a fresh clone and a new module beside it,
+//     bash runs the block as it stands, and the budget command it installed
+//     must run.
 //
 // With -proxy DIR the proxy is kept in DIR, so that `make test` can test each
 // module with GOWORK=off against the released versions it requires.

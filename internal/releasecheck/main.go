@@ -78,7 +78,10 @@ func run(repo, proxy string, proxyOnly bool) error {
 	if proxyOnly {
 		return nil
 	}
-	return installAsStranger(repo, proxy, releases)
+	if err := installAsStranger(repo, proxy, releases); err != nil {
+		return err
+	}
+	return installFromReadme(repo, releases)
 }
 
 // git runs git in dir and returns its trimmed standard output.

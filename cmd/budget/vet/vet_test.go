@@ -1,6 +1,7 @@
 package vet_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -82,4 +83,13 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestWithIgnores checks the directive under another driver than budget
+// vet (here analysistest, as go vet -vettool=budget-vet runs it): the
+// finding it names is dropped, a finding of another check stays.
+func TestWithIgnores(t *testing.T) {
+	t.Parallel()
+	a := vet.WithIgnores([]*analysis.Analyzer{vet.BgDeadline})[0]
+	analysistest.Run(t, filepath.Join(analysistest.TestData(), "ignore"), a, "ignored")
 }

@@ -33,6 +33,10 @@ func TestGolden(t *testing.T) {
 		{"fallback", []audit.Kind{audit.OverBudget, audit.OverBudget, audit.OverBudget, audit.OverBudget}},
 		{"shop", []audit.Kind{audit.Sequence, audit.Inverted}},
 		{"conflict", []audit.Kind{audit.Conflict}},
+		// timeout: budget is what the library recommends: reported only
+		// where the budget cannot cover the call.
+		{"budget", nil},
+		{"budget-short", []audit.Kind{audit.Conflict}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -105,7 +109,7 @@ func golden(t *testing.T, path string, got []byte) {
 // caller could make its callee's call too long.
 func TestSuggestionsSatisfyTheInvariant(t *testing.T) {
 	t.Parallel()
-	for _, file := range []string{"seed", "inverted", "over-budget", "sequence", "below-p99", "no-timeout", "fallback", "shop", "conflict", "cycle", "clean"} {
+	for _, file := range []string{"seed", "inverted", "over-budget", "sequence", "below-p99", "no-timeout", "fallback", "shop", "conflict", "cycle", "clean", "budget", "budget-short"} {
 		path := filepath.Join("testdata", file+".yaml")
 		data, err := os.ReadFile(path)
 		if err != nil {

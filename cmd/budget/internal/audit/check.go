@@ -21,6 +21,15 @@ func (a *auditor) checkService(name string, given time.Duration, entry bool) ([]
 	for i, it := range items {
 		cur[i] = it.timeout
 		floors[i], prefs[i] = a.bounds(it.to)
+		if it.budget {
+			// It ends at its caller's deadline, so it never holds the
+			// caller longer than the caller is given; what it needs is
+			// its floor, which the sums below must leave it.
+			prefs[i], ok[i] = floors[i], true
+			worst = satAdd(worst, it.worst(floors[i]))
+			floorSum = satAdd(floorSum, it.worst(floors[i]))
+			continue
+		}
 		// A preference larger than the time the caller is given is
 		// clamped to it; "never" is all of it.
 		prefs[i] = max(floors[i], min(prefs[i], given.Truncate(time.Millisecond)))
@@ -44,6 +53,10 @@ func (a *auditor) checkService(name string, given time.Duration, entry bool) ([]
 		if !ok[i] {
 			next[i] = prefs[i]
 		}
+		if it.budget {
+			sum = satAdd(sum, it.worst(floors[i]))
+			continue
+		}
 		sum = satAdd(sum, it.worst(next[i]))
 	}
 	if sum >= given {
@@ -56,6 +69,9 @@ func (a *auditor) checkService(name string, given time.Duration, entry bool) ([]
 			weight += it.attempts() * int64((prefs[i]-floors[i])/time.Millisecond)
 		}
 		for i := range items {
+			if items[i].budget {
+				continue // no timeout of its own to suggest
+			}
 			span := int64((prefs[i] - floors[i]) / time.Millisecond)
 			if room < weight {
 				span = room * span / weight
@@ -149,9 +165,14 @@ func (a *auditor) conflict(caller string, items []item, floors []time.Duration, 
 			break
 		}
 	}
+	msg := fmt.Sprintf("the calls of %s one after another need %s at their floors (each callee's p99 with its callees', retries, backoff and fallbacks counted), not less than %s, so no timeouts fit both",
+		caller, ms(floorSum), givenTo)
+	if at.budget {
+		msg = fmt.Sprintf("timeout: budget gives %s the rest of %s, but the calls of %s one after another need %s at their floors (each callee's p99 with its callees', retries, backoff and fallbacks counted), so the budget cannot cover it",
+			at.to, givenTo, caller, ms(floorSum))
+	}
 	a.findings = append(a.findings, Finding{Caller: caller, Callee: at.to, Kind: Conflict,
-		Message: fmt.Sprintf("the calls of %s one after another need %s at their floors (each callee's p99 with its callees', retries, backoff and fallbacks counted), not less than %s, so no timeouts fit both",
-			caller, ms(floorSum), givenTo),
+		Message:    msg,
 		Suggestion: more + ", fewer calls or retries, or faster callees",
 		Line:       at.pos.Line, Col: at.pos.Col})
 }

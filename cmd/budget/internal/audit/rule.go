@@ -35,8 +35,12 @@ type auditor struct {
 // item is one call or fallback call of a service: one term of the sum of
 // its calls made one after another.
 type item struct {
-	to       string
-	timeout  time.Duration // as configured; 0 for none
+	to      string
+	timeout time.Duration // as configured; 0 for none
+	// budget says the call spends the rest of its caller's budget
+	// ("timeout: budget"): it has no timeout to suggest, and it is
+	// reported only when the time its caller is given cannot cover it.
+	budget   bool
 	retries  int
 	backoff  time.Duration
 	fallback bool
@@ -71,7 +75,7 @@ func (a *auditor) itemsOf(name string) ([]item, time.Duration) {
 	var items []item
 	var local time.Duration
 	for _, c := range a.t.Services[name].Calls {
-		items = append(items, item{to: c.To, timeout: c.Timeout, retries: c.Retries, backoff: c.Backoff, pos: c.Pos})
+		items = append(items, item{to: c.To, timeout: c.Timeout, budget: c.Budget, retries: c.Retries, backoff: c.Backoff, pos: c.Pos})
 		for _, f := range c.Fallback {
 			if f.To == "" {
 				local = satAdd(local, f.Latency.P99)

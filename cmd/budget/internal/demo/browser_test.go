@@ -21,8 +21,10 @@ import (
 // TestReportRendersInChromium opens report.html in headless Chromium, as a
 // person would, and checks what the page shows: the outcome and wasted-work
 // charts of every scenario, drawn at a visible size, and every figure on the
-// page equal to the same figure in report.json. A full-page screenshot is
-// kept as demo-report.png (see browsertest.ArtifactDir).
+// page equal to the same figure in report.json, and the first scenario's
+// table within the first screen of a 1280×800 window. Screenshots of that
+// first screen and of the full page are kept as demo-report-first-screen.png
+// and demo-report.png (see browsertest.ArtifactDir).
 func TestReportRendersInChromium(t *testing.T) {
 	bin := browsertest.Chromium(t)
 	rep, dir := smallRun(t)
@@ -44,12 +46,26 @@ func TestReportRendersInChromium(t *testing.T) {
 	}
 	checkFigures(t, page, raw)
 
+	// The first screen of a 1280×800 window shows what budget is, the
+	// verdict and the first scenario's table, the most telling one.
+	first, err := browsertest.Run(t, bin, 1280, 800, "--dump-dom", url)
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v\n%s", err, first)
+	}
+	m := regexp.MustCompile(`data-first-table-bottom="(\d+)"`).FindStringSubmatch(string(first))
+	if m == nil {
+		t.Error("the page did not record where its first table ends")
+	} else if bottom, _ := strconv.Atoi(m[1]); bottom > 800 {
+		t.Errorf("the first scenario's table ends %d px down, below the first screen of a 1280×800 window", bottom)
+	}
+	browsertest.Screenshot(t, bin, url, "demo-report-first-screen.png", 1280, 800)
+
 	height := 4000
 	if m := regexp.MustCompile(`data-height="(\d+)"`).FindStringSubmatch(page); m != nil {
 		height, _ = strconv.Atoi(m[1])
 	}
 	height = min(max(height, 1000), 20000)
-	browsertest.Screenshot(t, bin, url, "demo-report.png", 1200, height)
+	browsertest.Screenshot(t, bin, url, "demo-report.png", 1280, height)
 }
 
 // checkRows checks that every pattern and overload variant has its row.
@@ -113,9 +129,12 @@ func checkCharts(t *testing.T, page string, rep *report.Report) {
 			t.Errorf("chart %s's image did not decode", key)
 		}
 	}
-	how, scen := strings.Index(page, `id="how"`), strings.Index(page, `class="scenario"`)
-	if how < 0 || scen < 0 || how > scen {
-		t.Error(`"How to read this" does not come before the first scenario`)
+	intro, verdict, scen := strings.Index(page, `class="intro"`), strings.Index(page, `id="verdict"`), strings.Index(page, `class="scenario"`)
+	if intro < 0 || verdict < intro || scen < verdict {
+		t.Error("the page does not open with what budget is, then the verdict, then the scenarios")
+	}
+	if !strings.Contains(page, `id="how"`) {
+		t.Error(`the page has no "How to read this page"`)
 	}
 }
 
@@ -193,6 +212,23 @@ func expectedText(unit string, v any) (string, error) {
 			return "", fmt.Errorf("text figure is a %T", v)
 		}
 		return s, nil
+	case "failure-cost", "db-p50", "db-p99", "db-max", "db-total":
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return "", err
+		}
+		if unit == "failure-cost" {
+			var p report.Pattern
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return "", err
+			}
+			return report.FailureCost(p), nil
+		}
+		var d report.Database
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return "", err
+		}
+		return report.DatabaseCell(&d, strings.TrimPrefix(unit, "db-")), nil
 	case "counts", "failed":
 		raw, err := json.Marshal(v)
 		if err != nil {

@@ -296,7 +296,7 @@ func TestDatabaseFiguresShown(t *testing.T) {
 	if n := strings.Count(string(page), "data-db-pattern="); n != len(pattern.All) {
 		t.Errorf("%d rows of database figures on the page, want %d", n, len(pattern.All))
 	}
-	if !strings.Contains(string(page), `data-k="scenarios.1.patterns.3.database.after_caller_left_ms.p99"`) {
+	if !strings.Contains(string(page), `data-k="scenarios.1.patterns.3.database" data-unit="db-p99"`) {
 		t.Error("the page does not tag the database figures with their place in report.json")
 	}
 	// The browser test reads the page as the browser parsed it; here the

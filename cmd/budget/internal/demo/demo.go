@@ -100,6 +100,7 @@ func buildReport(cfg *demoConfig, all []scenarioRuns, over []*overload.Result, w
 	}
 	rep.Ledgers = sampleLedgers(all)
 	rep.Notes = reportNotes(cfg, rep)
+	rep.Verdict = report.Verdict(rep)
 	return rep
 }
 

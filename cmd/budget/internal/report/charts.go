@@ -340,7 +340,12 @@ func ledgerChart(l Ledger) (drawn, error) {
 	p.Add(under, over, labels)
 	p.Legend.Add("left after it", under)
 	p.Legend.Add("spent by it", over)
+	// Top left: swatch first, then the text, which grows to the right into
+	// free space. At the right, gonum ends each text at its swatch by
+	// Liberation Sans's measure, and a browser drawing a wider face ran it
+	// into the swatch and off the chart.
 	p.Legend.Top = true
+	p.Legend.Left = true
 	chart.FitX(p, len(names))
 	svg, err := chart.SVG(p, fullW, chartH)
 	return drawn{

@@ -69,6 +69,16 @@ func TestChartsDraw(t *testing.T) {
 			if err := xml.Unmarshal(c.SVG, &root); err != nil || root.XMLName.Local != "svg" {
 				t.Fatalf("not an SVG document (%v): %.200s", err, c.SVG)
 			}
+			// Legends and labels fit inside the chart in whatever sans-serif
+			// face the browser has (the ledger's legend once ran off the
+			// right edge).
+			outside, err := textsOutside(c.SVG)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range outside {
+				t.Errorf("text does not fit: %s", o)
+			}
 			want := halfW
 			if tc.wide {
 				want = fullW

@@ -25,10 +25,13 @@ import (
 var reportHTML string
 
 var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"fig":    figure,
-	"path":   jsonPath,
-	"counts": format.Counts[int],
-	"failed": FailedAt,
+	"fig":          figure,
+	"path":         jsonPath,
+	"counts":       format.Counts[int],
+	"failed":       FailedAt,
+	"failureCost":  FailureCost,
+	"dbCell":       DatabaseCell,
+	"dbQuantities": func() []string { return DatabaseQuantities },
 	"svg": func(b []byte) template.URL {
 		return template.URL("data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(b))
 	},
@@ -51,6 +54,10 @@ type reportView struct {
 	Ledgers   []drawn
 	Requests  []Ledger
 	Colours   map[string]string
+	// Intro and ReadmeURL open the page: what budget is, the four
+	// patterns, and where to read more.
+	Intro     string
+	ReadmeURL string
 }
 
 // RenderHTML renders report.html: one self-contained file with inline CSS and
@@ -70,7 +77,7 @@ func RenderHTML(rep *Report) ([]byte, error) {
 
 // newReportView draws every chart of the report.
 func newReportView(rep *Report) (*reportView, error) {
-	view := &reportView{Report: rep, Overload: rep.Overload, Requests: rep.Ledgers, Colours: map[string]string{
+	view := &reportView{Report: rep, Overload: rep.Overload, Requests: rep.Ledgers, Intro: Intro, ReadmeURL: ReadmeURL, Colours: map[string]string{
 		"in": chart.Hex(chart.InBudget), "late": chart.Hex(chart.Late), "failed": chart.Hex(chart.Failed),
 	}}
 	for _, s := range rep.Scenarios {

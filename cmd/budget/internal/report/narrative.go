@@ -1,7 +1,10 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/timebudget/budget/cmd/budget/internal/format"
@@ -39,7 +42,7 @@ func patternSentence(p Pattern) string {
 		fmt.Fprintf(&b, "; %s", failed(p))
 	}
 	if len(p.Rungs) > 0 {
-		b.WriteString("; the answers came from " + format.Counts(p.Rungs))
+		b.WriteString("; " + rungsText(p.Rungs))
 	}
 	if n := total(p.RefusalsByStage); n > 0 {
 		fmt.Fprintf(&b, "; it declined %d %s before they started (%s)", n, plural(n, "attempt"), format.Counts(p.RefusalsByStage))
@@ -62,31 +65,121 @@ func failed(p Pattern) string {
 
 // bestSentences name the pattern that answered the most requests within the
 // budget and the one that wasted the least work, with the figures they
-// are compared by.
+// are compared by. Patterns whose figures read the same (17 % and 17 %) are
+// a tie and are named as one: a narrative must not crown a winner the
+// table cannot tell apart. When every pattern answered the same share,
+// what a failure cost is what sets them apart, and a sentence says so.
 func bestSentences(ps []Pattern) []string {
-	best, least, most := ps[0], ps[0], ps[0]
-	for _, p := range ps[1:] {
-		if p.AnsweredRatio > best.AnsweredRatio {
-			best = p
-		}
-		if p.WastedWorkMs < least.WastedWorkMs {
-			least = p
-		}
-		if p.WastedWorkMs > most.WastedWorkMs {
-			most = p
-		}
-	}
 	var out []string
-	if best.AnsweredRatio > 0 {
-		out = append(out, fmt.Sprintf("Most answers within the budget: %s, %s of requests.", best.Name, format.Pct(best.AnsweredRatio)))
-	} else {
+	top := tops(ps, func(p Pattern) float64 { return p.AnsweredRatio }, format.Pct, true)
+	pct := format.Pct(top[0].AnsweredRatio)
+	switch {
+	case pct == format.Pct(0):
 		out = append(out, "No pattern answered a request within the budget.")
+	case len(top) == len(ps):
+		out = append(out, fmt.Sprintf("A tie: every pattern answered %s of requests within the budget.", pct))
+	case len(top) > 1:
+		out = append(out, fmt.Sprintf("Most answers within the budget: a tie between %s, %s of requests each.", names(top), pct))
+	default:
+		out = append(out, fmt.Sprintf("Most answers within the budget: %s, %s of requests.", top[0].Name, pct))
 	}
-	if most.WastedWorkMs > least.WastedWorkMs {
-		out = append(out, fmt.Sprintf("Least work wasted after the caller had gone: %s, %s, against %s for %s.",
-			least.Name, format.Ms(least.WastedWorkMs), format.Ms(most.WastedWorkMs), most.Name))
+	if len(top) > 1 {
+		if s := fastestFailure(ps); s != "" {
+			out = append(out, s)
+		}
+	}
+	least := tops(ps, func(p Pattern) float64 { return p.WastedWorkMs }, format.Ms, false)
+	most := tops(ps, func(p Pattern) float64 { return p.WastedWorkMs }, format.Ms, true)
+	if len(least) < len(ps) {
+		each := ""
+		if len(least) > 1 {
+			each = " each"
+		}
+		out = append(out, fmt.Sprintf("Least work wasted after the caller had gone: %s, %s%s, against %s for %s.",
+			names(least), format.Ms(least[0].WastedWorkMs), each, format.Ms(most[0].WastedWorkMs), names(most)))
 	}
 	return out
+}
+
+// fastestFailure compares what a failure cost the user under each pattern
+// whose failures were measured (not cut off by the demo): the quickest
+// against the slowest. It is empty when fewer than two patterns failed in a
+// measured way, or when they all took the same time.
+func fastestFailure(ps []Pattern) string {
+	var measured []Pattern
+	for _, p := range ps {
+		if p.FailedRatio > 0 && !failuresCutOffByDemo(p) {
+			measured = append(measured, p)
+		}
+	}
+	if len(measured) < 2 {
+		return ""
+	}
+	quick := tops(measured, func(p Pattern) float64 { return p.FailureCostMs }, format.Ms, false)
+	slow := tops(measured, func(p Pattern) float64 { return p.FailureCostMs }, format.Ms, true)
+	if len(quick) == len(measured) {
+		return ""
+	}
+	return fmt.Sprintf("What sets them apart is what a failure cost: %s failed after %s (the median), against %s for %s.",
+		names(quick), format.Ms(quick[0].FailureCostMs), format.Ms(slow[0].FailureCostMs), names(slow))
+}
+
+// tops returns the patterns with the highest (or, with high false, the
+// lowest) figure, every pattern whose figure reads the same as the best one
+// through show included, in the order of ps.
+func tops(ps []Pattern, fig func(Pattern) float64, show func(float64) string, high bool) []Pattern {
+	best := ps[0]
+	for _, p := range ps[1:] {
+		if high && fig(p) > fig(best) || !high && fig(p) < fig(best) {
+			best = p
+		}
+	}
+	var out []Pattern
+	for _, p := range ps {
+		if show(fig(p)) == show(fig(best)) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// names joins the patterns' names: "a", "a and b", "a, b and c".
+func names(ps []Pattern) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.Name
+	}
+	return joinAnd(s)
+}
+
+// joinAnd joins words as a sentence lists them: "a", "a and b", "a, b and c".
+func joinAnd(s []string) string {
+	if len(s) <= 1 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
+
+// rungsText says where the answers came from, in words: "all 120 answers
+// came from cache", or "97 answers came from cache and 5 from exact",
+// largest first.
+func rungsText(m map[string]int) string {
+	keys := slices.SortedFunc(maps.Keys(m), func(a, b string) int {
+		return cmp.Or(cmp.Compare(m[b], m[a]), cmp.Compare(a, b))
+	})
+	if len(keys) == 1 {
+		k := keys[0]
+		if m[k] == 1 {
+			return "the one answer came from " + k
+		}
+		return fmt.Sprintf("all %d answers came from %s", m[k], k)
+	}
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d from %s", m[k], k)
+	}
+	parts[0] = fmt.Sprintf("%d %s came from %s", m[keys[0]], plural(m[keys[0]], "answer"), keys[0])
+	return joinAnd(parts)
 }
 
 // share words a ratio of requests: "every request" and "no request" only

@@ -19,7 +19,7 @@ func admissionWith(in, late, failed float64) Pattern {
 func TestNarrativeStatesTheLateShare(t *testing.T) {
 	t.Parallel()
 	got := patternSentence(admissionWith(0.85, 0.15, 0))
-	for _, want := range []string{"85% of requests within the budget", "15% of requests after the user had stopped waiting", "cache 97, exact 5", "declined 90 attempts"} {
+	for _, want := range []string{"85% of requests within the budget", "15% of requests after the user had stopped waiting", "97 answers came from cache and 5 from exact", "declined 90 attempts"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q\nlacks %q", got, want)
 		}

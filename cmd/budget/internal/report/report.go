@@ -18,6 +18,10 @@ type Report struct {
 	// what was scaled and how the figures were measured.
 	Config Config   `json:"config"`
 	Notes  []string `json:"notes"`
+	// Verdict says in a sentence per scenario, and one for the overload
+	// case, what the run measured (Verdict computes it from the figures
+	// below): the report's opening box.
+	Verdict []string `json:"verdict"`
 	// Scenarios are geo and checkout as they ran, in that order;
 	// Overload is the overload case, nil when it did not run.
 	Scenarios []Scenario `json:"scenarios"`

@@ -17,11 +17,15 @@ import (
 // terminal without wrapping.
 const TermWidth = 100
 
-// WriteTable prints the measurements for a person to read at a glance: per
-// scenario a table of outcomes, costs and latency, then one wrapped line per
-// pattern saying which rung answered, what was refused and where requests
-// failed; the overload case; one request's ledger; and the notes.
+// WriteTable prints the measurements for a person to read at a glance: what
+// budget is and what the patterns are (Intro), then per scenario a table of
+// outcomes, costs and latency and one wrapped line per pattern saying which
+// rung answered, what was refused and where requests failed; the overload
+// case; one request's ledger; the verdict; and the notes. A cell with
+// nothing to measure shows NoData, as the page does.
 func WriteTable(w io.Writer, rep *Report) {
+	fmt.Fprintln(w)
+	writeWrapped(w, Intro+" More: "+ReadmeURL, "", "")
 	for _, s := range rep.Scenarios {
 		writeScenario(w, rep, s)
 	}
@@ -33,6 +37,12 @@ func WriteTable(w io.Writer, rep *Report) {
 		fmt.Fprintf(w, "\n")
 		writeWrapped(w, fmt.Sprintf("where one request's budget went (%s, deadline + admission, request %d; %s):", l.Scenario, l.Request, l.Label), "", "  ")
 		writeLedger(w, l)
+	}
+	if len(rep.Verdict) > 0 {
+		fmt.Fprintln(w, "\nverdict, as measured in this run:")
+		for _, v := range rep.Verdict {
+			writeWrapped(w, v, "  ", "    ")
+		}
 	}
 	fmt.Fprintln(w)
 	for _, n := range rep.Notes {
@@ -59,14 +69,7 @@ func writeScenario(w io.Writer, rep *Report, s Scenario) {
 	t := textTable{right: []bool{false, true, true, true, true, true, true, true, true}}
 	t.add("pattern", "in budget", "late", "failed", "a failure took", "wasted work", "p50", "p99", "max")
 	for _, p := range s.Patterns {
-		cost := format.Ms(p.FailureCostMs)
-		switch {
-		case p.FailedRatio == 0:
-			cost = "—"
-		case failuresCutOffByDemo(p):
-			cost = "cut off"
-		}
-		t.add(p.Name, format.Pct(p.AnsweredRatio), format.Pct(p.LateRatio), format.Pct(p.FailedRatio), cost, format.Ms(p.WastedWorkMs),
+		t.add(p.Name, format.Pct(p.AnsweredRatio), format.Pct(p.LateRatio), format.Pct(p.FailedRatio), FailureCost(p), format.Ms(p.WastedWorkMs),
 			format.Ms(p.LatencyMs.P50), format.Ms(p.LatencyMs.P99), format.Ms(p.LatencyMs.Max))
 	}
 	t.write(w)
@@ -97,8 +100,7 @@ func writeDatabase(w io.Writer, s Scenario) {
 	for _, p := range s.Patterns {
 		if d := p.Database; d != nil {
 			t.add(p.Name, strconv.Itoa(d.Statements), strconv.Itoa(d.CallerLeft), strconv.Itoa(d.RanOn),
-				format.Ms(d.AfterCallerLeftMs.P50), format.Ms(d.AfterCallerLeftMs.P99), format.Ms(d.AfterCallerLeftMs.Max),
-				format.Ms(d.TotalAfterCallerLeftMs))
+				DatabaseCell(d, "p50"), DatabaseCell(d, "p99"), DatabaseCell(d, "max"), DatabaseCell(d, "total"))
 		}
 	}
 	if len(t.rows) == 1 {
@@ -195,10 +197,50 @@ func writeWrapped(w io.Writer, text, first, rest string) {
 	}
 }
 
+// NoData is what a cell shows when there is nothing to measure, such as
+// what a failure took where nothing failed: the same mark in the terminal
+// and on the page, never a zero that reads as a measurement.
+const NoData = "—"
+
+// FailureCost is the "a failure took" cell of p: the median time a failed
+// request kept its user waiting, NoData when nothing failed, and "cut off"
+// when the demo's own safety limit ended every failure.
+func FailureCost(p Pattern) string {
+	switch {
+	case p.FailedRatio == 0:
+		return NoData
+	case failuresCutOffByDemo(p):
+		return "cut off"
+	}
+	return format.Ms(p.FailureCostMs)
+}
+
+// DatabaseQuantities name the database table's figures measured over the
+// statements whose caller left, in the table's order (see DatabaseCell).
+var DatabaseQuantities = []string{"p50", "p99", "max", "total"}
+
+// DatabaseCell formats one of DatabaseQuantities of d: how long the server
+// went on executing statements after their caller left. It is NoData when
+// no caller left: there is nothing to take a quantile of.
+func DatabaseCell(d *Database, quantity string) string {
+	if d.CallerLeft == 0 {
+		return NoData
+	}
+	switch quantity {
+	case "p50":
+		return format.Ms(d.AfterCallerLeftMs.P50)
+	case "p99":
+		return format.Ms(d.AfterCallerLeftMs.P99)
+	case "max":
+		return format.Ms(d.AfterCallerLeftMs.Max)
+	}
+	return format.Ms(d.TotalAfterCallerLeftMs)
+}
+
 // FailedAt says where and why requests failed, such as "geometry: timeout 120".
 func FailedAt(p Pattern) string {
 	if len(p.FailuresByStage) == 0 {
-		return "—"
+		return NoData
 	}
 	stages := format.Counts(p.FailuresByStage)
 	reasons := format.Counts(p.FailureReasons)

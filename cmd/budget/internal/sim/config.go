@@ -88,6 +88,9 @@ type Config struct {
 	// *WorkError, a run whose patterns × requests × CallsPerRequest is
 	// more. 0 means DefaultMaxCalls.
 	MaxCalls int64
+	// Horizon is how long a run with a fault that ends goes on past the
+	// latest such end (see RecoveryHorizon); 0 means RecoveryHorizon.
+	Horizon time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -103,6 +106,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxCalls == 0 {
 		c.MaxCalls = DefaultMaxCalls
 	}
+	if c.Horizon == 0 {
+		c.Horizon = RecoveryHorizon
+	}
 	return c
 }
 
@@ -115,3 +121,44 @@ func (c Config) withDefaults() Config {
 // fit with up to 12,500 calls per request; two levels of 1,000 calls
 // (1,001,001 per request), which would take about 20 hours, do not.
 const DefaultMaxCalls = 5_000_000_000
+
+// RecoveryHorizon is how long a run with a fault that ends goes on past the
+// latest such end, unless Config.Horizon says otherwise: every pattern sends
+// requests until it has sent Config.Requests and until the horizon past the
+// end, so that a fast pattern (one that answers from a fallback in a
+// millisecond) is seen recovering, or not, as long as a slow one.
+const RecoveryHorizon = 10 * time.Second
+
+// MaxRecoveryRequests bounds the requests a pattern sends beyond
+// Config.Requests to reach RecoveryHorizon.
+const MaxRecoveryRequests = 2_000_000
+
+// runsUntil returns the virtual time up to which requests are sent beyond
+// Requests: Horizon past the latest end of a fault, or 0 when no fault
+// ends. c has its defaults.
+func (c Config) runsUntil() time.Duration {
+	var end time.Duration
+	for _, f := range c.Faults {
+		end = max(end, f.End)
+	}
+	if end == 0 {
+		return 0
+	}
+	return end + c.Horizon
+}
+
+// maxRequests returns the most requests a pattern may send: Requests, or
+// with a fault that ends, as many as can be sent until runsUntil (a closed
+// loop's users one each per ThinkTime at most; an open loop twice its rate,
+// plus 1,000), up to Requests + MaxRecoveryRequests. c has its defaults.
+func (c Config) maxRequests() int {
+	until := c.runsUntil()
+	if until == 0 {
+		return c.Requests
+	}
+	n := float64(c.Concurrency) * (float64(until)/float64(ThinkTime) + 1)
+	if c.Rate > 0 {
+		n = 2*c.Rate*until.Seconds() + 1000
+	}
+	return c.Requests + int(min(n, MaxRecoveryRequests))
+}

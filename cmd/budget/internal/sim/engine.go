@@ -29,6 +29,7 @@ type inv struct {
 	state    uint8
 	gone     bool   // the caller stopped waiting
 	probe    bool   // the current attempt is its op's probe
+	probeIn  bool   // its caller sent it as a probe, or as part of one
 	holds    bool   // holds a worker
 	gen      uint64 // the slot's generation, bumped at each reuse
 	tok      uint64 // matches the one event the invocation waits for
@@ -92,6 +93,25 @@ type engine struct {
 	faulty []bool
 	cutOff int
 	events int64
+
+	// faultCalls counts, per Config.Faults entry, the calls that started
+	// while the fault was on, for its K of N.
+	faultCalls []int64
+	// rec follows, per Config.Faults entry, the answers of the faulty
+	// services, for the recovery figures.
+	rec []recTrack
+	// lastSent is when the last request was sent.
+	lastSent int64
+	// until is the virtual time up to which requests are sent beyond
+	// cfg.Requests, and maxSent the most that may be sent (see
+	// Config.runsUntil).
+	until   int64
+	maxSent int
+}
+
+// wantMore reports whether another request should be sent now.
+func (e *engine) wantMore() bool {
+	return e.sent < e.cfg.Requests || (e.now < e.until && e.sent < e.maxSent)
 }
 
 const (
@@ -104,13 +124,21 @@ func newEngine(m *model, cfg Config, p Pattern) *engine {
 	e := &engine{m: m, cfg: cfg, pat: p,
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
 		pools:   make([]pool, m.pools),
-		arrive:  make([]int64, cfg.Requests),
-		entryOf: make([]int32, cfg.Requests),
-		done:    make([]bool, cfg.Requests),
-		lat:     make([]int64, cfg.Requests),
-		outcome: make([]uint8, cfg.Requests),
+		arrive:  make([]int64, 0, cfg.Requests),
+		entryOf: make([]int32, 0, cfg.Requests),
+		done:    make([]bool, 0, cfg.Requests),
+		lat:     make([]int64, 0, cfg.Requests),
+		outcome: make([]uint8, 0, cfg.Requests),
 		refused: make([]int64, len(m.svcs)),
-		faulty:  make([]bool, cfg.Requests),
+		faulty:  make([]bool, 0, cfg.Requests),
+
+		until:      int64(cfg.runsUntil()),
+		maxSent:    cfg.maxRequests(),
+		faultCalls: make([]int64, len(cfg.Faults)),
+		rec:        make([]recTrack, len(cfg.Faults)),
+	}
+	for i := range e.rec {
+		e.rec[i].first = never
 	}
 	for i := range e.pools {
 		e.pools[i].free = m.poolSize[i]
@@ -145,9 +173,11 @@ func at(v int64) time.Time { return origin.Add(time.Duration(v)) }
 // step is one admission (begin) or end of an attempt, as an op saw it.
 type step struct {
 	op         int32
+	req        int32 // the request the attempt serves
 	begin      bool
 	now, start int64 // virtual ns: the admission or end; the attempt's start
 	available  int64 // for an admission
+	asked      bool  // for an admission: asked as a probe (Ask.Probe)
 	admitted   bool  // for an admission: whether the attempt started
 	probe      bool
 	outcome    budget.Outcome // for an end
@@ -155,15 +185,24 @@ type step struct {
 
 // admit asks dependency op whether x's attempt may start with left ns
 // available, and reports whether it may and the bound it gets beyond left
-// (a probe's; 0 for none).
+// (a probe's; 0 for none). The attempt is asked as a probe when x serves
+// one (see sendsProbe).
 func (e *engine) admit(x *inv, op int32, left int64) (ok bool, bound int64) {
-	dec := e.ops[op].BeginAt(at(e.now), budget.Ask{Available: time.Duration(left)})
+	dec := e.ops[op].BeginAt(at(e.now), budget.Ask{Available: time.Duration(left), Probe: x.probeIn})
 	x.probe = dec.Probe
 	if e.trace != nil {
-		e.trace(step{op: op, begin: true, now: e.now, available: left, admitted: dec.Admit, probe: dec.Probe})
+		e.trace(step{op: op, req: x.req, begin: true, now: e.now, available: left, asked: x.probeIn, admitted: dec.Admit, probe: dec.Probe})
 	}
 	return dec.Admit, int64(dec.Cap)
 }
+
+// sendsProbe reports whether x's current attempt goes to its callee as a
+// probe, so that the callee's own calls ask their ops as probes
+// (budget.Ask.Probe), as budget.WithProbe marks a call's context across a
+// hop: when x's op admitted the attempt as a probe (budget.Admission.Probe),
+// or x itself serves a probe sent from further up. This is the one place
+// that decides what crosses a hop.
+func sendsProbe(x *inv) bool { return x.probe || x.probeIn }
 
 // attemptEnded tells x's op, in the admission pattern, how x's current attempt
 // ended.
@@ -175,7 +214,7 @@ func (e *engine) attemptEnded(id int32, outcome budget.Outcome) {
 	op := e.m.svcs[x.svc].calls[x.step].rungs[x.rung].op
 	e.ops[op].EndAt(at(x.attStart), at(e.now), outcome, x.probe)
 	if e.trace != nil {
-		e.trace(step{op: op, now: e.now, start: x.attStart, probe: x.probe, outcome: outcome})
+		e.trace(step{op: op, req: x.req, now: e.now, start: x.attStart, probe: x.probe, outcome: outcome})
 	}
 }
 
@@ -185,12 +224,12 @@ func (e *engine) run() {
 	if e.cfg.Rate > 0 {
 		e.ag.push(0, evArrive, -1, 0)
 	} else {
-		for range min(e.cfg.Concurrency, e.cfg.Requests) {
+		for range min(e.cfg.Concurrency, e.maxSent) {
 			e.ag.push(0, evArrive, -1, 0)
 		}
 	}
 	limit := GiveUpFactor * e.m.budget
-	for e.ended < e.cfg.Requests {
+	for e.ended < e.sent || e.wantMore() {
 		// The next user to give up, when that comes before the agenda's
 		// next event (ties go to the user, as if scheduled first).
 		for e.giveUpHead < len(e.giveUps) && e.done[e.giveUps[e.giveUpHead]] {
@@ -267,12 +306,19 @@ func (e *engine) newInv(svc, parent, req int32, deadline, orphanAt int64) int32 
 }
 
 func (e *engine) arrival() {
-	if e.sent >= e.cfg.Requests {
+	if !e.wantMore() {
 		return // a closed-loop user whose next request is not needed
 	}
 	r := e.sent
 	e.sent++
-	if e.cfg.Rate > 0 && e.sent < e.cfg.Requests {
+	e.lastSent = e.now
+	e.arrive = append(e.arrive, 0)
+	e.entryOf = append(e.entryOf, 0)
+	e.done = append(e.done, false)
+	e.lat = append(e.lat, 0)
+	e.outcome = append(e.outcome, 0)
+	e.faulty = append(e.faulty, false)
+	if e.cfg.Rate > 0 && e.wantMore() {
 		gap := int64(e.rng.ExpFloat64() / e.cfg.Rate * 1e9)
 		e.ag.push(e.now+gap, evArrive, -1, 0)
 	}
@@ -339,19 +385,36 @@ func (e *engine) begin(id int32) {
 // failNow is the own latency of a call that a Fail fault fails at once.
 const failNow = -1
 
-// ownLatency draws how long one request's own work at s takes: never for a
-// hung service, failNow for one that fails.
+// ownLatency draws how long one request's own work at s, starting now,
+// takes: never for a call a fault hangs (or, when the fault ends, the time
+// until it ends and then its usual work), failNow for one that fails.
 func (e *engine) ownLatency(s *svcInfo) int64 {
 	lat := s.lat.draw(e.rng)
-	switch s.fault.Kind {
+	f := &s.fault
+	if f.Kind == 0 || !f.on(e.now) {
+		return lat
+	}
+	if f.N > 0 {
+		c := e.faultCalls[s.faultAt]
+		e.faultCalls[s.faultAt]++
+		if c%int64(f.N) >= int64(f.K) {
+			return lat
+		}
+	}
+	switch f.Kind {
 	case Hang:
-		lat = never
+		if f.End == 0 {
+			return never
+		}
+		return int64(f.End) - e.now + lat
 	case Slow:
-		lat = int64(s.fault.Latency)
+		lat = int64(f.Latency)
 	case Fail:
-		if e.rng.Float64() < s.fault.P {
+		if e.rng.Float64() < f.P {
 			lat = failNow
 		}
+	case Error:
+		lat = failNow
 	}
 	return lat
 }
@@ -437,6 +500,7 @@ func (e *engine) tryAttempt(id int32) {
 	}
 	child := e.newInv(r.svc, id, x.req, deadline, orphan)
 	e.invs[child].lat, e.invs[child].drawn = lat, drawn
+	e.invs[child].probeIn = sendsProbe(&e.invs[id])
 	x = &e.invs[id] // newInv may have grown the slice
 	x.child, x.attStart = child, e.now
 	x.tok = e.nextTok()
@@ -565,6 +629,9 @@ func (e *engine) finish(id int32, ok bool) {
 	x.state = stDone
 	x.tok = e.nextTok()
 	parent, gone, req := x.parent, x.gone, x.req
+	if fa := e.m.svcs[x.svc].faultAt; ok && fa >= 0 && !gone && x.orphanAt == never && !e.done[req] {
+		e.rec[fa].answer(e.now, &e.cfg.Faults[fa])
+	}
 	if x.holds {
 		x.holds = false
 		if x.orphanAt != never {
@@ -646,7 +713,7 @@ func (e *engine) record(r int32, lat int64, out uint8) {
 	e.lat[r], e.outcome[r] = lat, out
 	e.ended++
 	e.last = e.now
-	if e.cfg.Rate == 0 && e.sent < e.cfg.Requests {
+	if e.cfg.Rate == 0 && e.wantMore() {
 		e.ag.push(e.now+ThinkTime, evArrive, -1, 0)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/timebudget/budget/cmd/budget/internal/sim"
 	"github.com/timebudget/budget/cmd/budget/internal/topology"
@@ -24,6 +25,8 @@ func FuzzRun(f *testing.F) {
 			for kind := range uint8(4) {
 				f.Add(data, kind, uint64(1))
 			}
+			f.Add(data, uint8(8|16|1), uint64(1)) // hang:1/3@1ms-20ms
+			f.Add(data, uint8(8|32), uint64(1))   // error@1ms-20ms
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte, kind uint8, seed uint64) {
@@ -31,7 +34,7 @@ func FuzzRun(f *testing.F) {
 		if err != nil || len(top.Names) > 50 || top.Budget > 10*60e9 {
 			return
 		}
-		cfg := sim.Config{Requests: 40, Concurrency: 4, Seed: seed, Workers: 2}
+		cfg := sim.Config{Requests: 40, Concurrency: 4, Seed: seed, Workers: 2, Horizon: 30 * time.Millisecond}
 		if kind&4 != 0 {
 			cfg.Rate, cfg.Concurrency = 1000, 0
 		}
@@ -44,6 +47,15 @@ func FuzzRun(f *testing.F) {
 				ft.Kind, ft.Latency = sim.Slow, top.Budget
 			case 3:
 				ft.Kind, ft.P = sim.Fail, 0.5
+			}
+			if kind&32 != 0 {
+				ft.Kind = sim.Error
+			}
+			if kind&16 != 0 && ft.Kind != sim.Fail && ft.Kind != 0 {
+				ft.K, ft.N = 1, 3
+			}
+			if kind&8 != 0 {
+				ft.Start, ft.End = time.Millisecond, 20*time.Millisecond
 			}
 			if ft.Kind != 0 {
 				cfg.Faults = []sim.Fault{ft}
@@ -58,8 +70,14 @@ func FuzzRun(f *testing.F) {
 			return
 		}
 		for _, r := range res {
-			if r.Requests != 40 {
+			// A fault that ends makes the run go on past it.
+			if r.Requests != 40 && (len(cfg.Faults) == 0 || !cfg.Faults[0].Ends() || r.Requests < 40) {
 				t.Fatalf("%s: %d requests ended, want 40", r.Pattern, r.Requests)
+			}
+			for _, rc := range r.Recovery {
+				if (rc.FirstAnswerMs == nil) != (rc.FirstAnswer == "never") || (rc.FirstAnswerMs != nil && *rc.FirstAnswerMs < 0) {
+					t.Fatalf("%s: recovery %+v", r.Pattern, rc)
+				}
 			}
 		}
 	})

@@ -32,6 +32,8 @@ type svcInfo struct {
 	pool        int32
 	cancellable bool
 	fault       Fault
+	// faultAt is fault's index in Config.Faults, or -1 for none.
+	faultAt int32
 	// prior is what admission assumes the service needs before it has
 	// measured it: its declared p99 plus its callees' priors, each weighted
 	// by the share of requests that make the call.
@@ -82,7 +84,7 @@ func compile(t *topology.Topology, cfg Config) *model {
 			}
 			m.poolSize = append(m.poolSize, int32(w))
 		}
-		si := svcInfo{lat: fit(s.Latency), pool: p, cancellable: s.Cancellable}
+		si := svcInfo{lat: fit(s.Latency), pool: p, cancellable: s.Cancellable, faultAt: -1}
 		// Of a fault on the service and one on its host, the later given
 		// applies, as when every fault was scanned for every service
 		// (quadratic when every service has one).
@@ -93,7 +95,7 @@ func compile(t *topology.Topology, cfg Config) *model {
 			}
 		}
 		if at >= 0 {
-			si.fault = cfg.Faults[at]
+			si.fault, si.faultAt = cfg.Faults[at], int32(at)
 		}
 		for _, c := range s.Calls {
 			ci := callInfo{retries: c.Retries, backoff: int64(c.Backoff), share: c.Share}

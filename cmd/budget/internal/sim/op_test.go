@@ -63,8 +63,9 @@ services:
 			continue
 		}
 		avail := time.Duration(s.available)
-		plain := op.AdmitAt(now, budget.Ask{Available: avail}) // no side effects: the estimate alone
-		dec := op.BeginAt(now, budget.Ask{Available: avail})
+		ask := budget.Ask{Available: avail, Probe: s.asked}
+		plain := op.AdmitAt(now, ask) // no side effects: the estimate alone
+		dec := op.BeginAt(now, ask)
 		if dec.Admit != s.admitted || dec.Probe != s.probe {
 			t.Fatalf("step %d (%s at %v, %v available): the library admits %v (probe %v), sim %v (probe %v)",
 				k, op.Name, time.Duration(s.now), avail, dec.Admit, dec.Probe, s.admitted, s.probe)

@@ -29,6 +29,9 @@ type Report struct {
 	Faults      []string `json:"faults"`
 	// GiveUpMs is how long a user waits before giving up on a request.
 	GiveUpMs float64 `json:"give_up_ms"`
+	// HorizonS is how long, in seconds, a run with a fault that ends goes
+	// on past its end (Config.Horizon); 0 when no fault ends.
+	HorizonS float64 `json:"recovery_horizon_s,omitempty"`
 	// WallSeconds is how long the simulation took to run, the only figure
 	// that varies between runs with the same seed.
 	WallSeconds float64 `json:"wall_seconds"`
@@ -47,6 +50,9 @@ func NewReport(file string, entry string, budgetMs float64, services int, cfg Co
 	}
 	for _, f := range cfg.Faults {
 		r.Faults = append(r.Faults, f.String())
+		if f.Ends() {
+			r.HorizonS = cfg.Horizon.Seconds()
+		}
 	}
 	return r
 }
@@ -94,6 +100,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := r.writeRecovery(w); err != nil {
+		return err
+	}
 	fmt.Fprintln(w)
 	for _, n := range r.Notes() {
 		fmt.Fprintf(w, "· %s\n", n)
@@ -101,8 +110,68 @@ func (r *Report) WriteTable(w io.Writer) error {
 	return nil
 }
 
+// Recoveries reports whether any pattern has recovery figures: whether a
+// fault ends.
+func (r *Report) Recoveries() bool {
+	for _, res := range r.Results {
+		if len(res.Recovery) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// writeRecovery writes the recovery table, one row per pattern and fault
+// that ends, when there is one.
+func (r *Report) writeRecovery(w io.Writer) error {
+	if !r.Recoveries() {
+		return nil
+	}
+	fmt.Fprintf(w, "\nrecovery after the fault ends\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "pattern             \tfault\tanswers before\tfirst answer\t90% of the rate before\t")
+	for _, res := range r.Results {
+		for _, rc := range res.Recovery {
+			fmt.Fprintf(tw, "%s\t%s\t%.0f/s\t%s\t%s\t\n", fmt.Sprintf("%-20s", res.Name), rc.Fault,
+				rc.PreFaultPerSecond, rc.FirstAnswer, rc.Rate)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, res := range r.Results {
+		for _, rc := range res.Recovery {
+			if !rc.Ended {
+				fmt.Fprintf(w, "  %s: %s had not ended when the last request was sent: the pattern sent the most requests a run may send past --requests (%d)\n", res.Name, rc.Fault, MaxRecoveryRequests)
+			}
+		}
+	}
+	return nil
+}
+
 // Notes explain how to read the figures.
 func (r *Report) Notes() []string {
+	notes := r.notes()
+	if r.Recoveries() {
+		sent := make([]string, len(r.Results))
+		for i, res := range r.Results {
+			sent[i] = fmt.Sprintf("%s %d", res.Name, res.Requests)
+		}
+		notes = append(notes, RecoveryNote,
+			fmt.Sprintf("With a fault that ends, every pattern sends requests until it has sent %d and until %s past the fault's end, however fast it answers; requests sent: %s.",
+				r.Requests, format.Seconds(r.HorizonS), strings.Join(sent, ", ")))
+	}
+	return notes
+}
+
+// RecoveryNote defines the recovery figures for readers of the report.
+const RecoveryNote = "Recovery, for a fault that ends: an answer is a call to the faulty service that succeeded while every caller up to the user still waited. " +
+	"Answers before: their rate from the first request to the fault's start. First answer: the time from the fault's end to the first answer. " +
+	"90% of the rate before: the time from the fault's end to the end of the first window [end + k·w, end + (k+1)·w) with at least 90% of the rate before, " +
+	"w being 100 ms (or the time 20 answers took before the fault, when that is longer); only windows that end before the last request is sent count. " +
+	"Never: not within the run, which goes on past the fault's end as the next note says. A hung call is released when its fault ends."
+
+func (r *Report) notes() []string {
 	return []string{
 		"Virtual time: a discrete-event simulation, not a measurement; latencies are drawn from log-normal distributions fitted to each service's p50 and p99.",
 		fmt.Sprintf("In budget: answered within %s. Late: answered after it. Failed: an error, a refusal, or no answer by %s, when the user gives up.", format.Ms(r.BudgetMs), format.Ms(r.GiveUpMs)),

@@ -45,6 +45,9 @@ type Result struct {
 	// RefusedBeforeStarting counts, per callee, the attempts refused
 	// before they started because too little time was left.
 	RefusedBeforeStarting map[string]int64 `json:"refused_before_starting"`
+	// Recovery has, for each fault that ends, how soon the faulty service
+	// answered again (see Recovery); absent when no fault ends.
+	Recovery []Recovery `json:"recovery,omitempty"`
 	// Events is how many events the simulation processed.
 	Events int64 `json:"events"`
 }
@@ -73,7 +76,7 @@ func (e *engine) result() Result {
 	r := Result{Pattern: e.pat.Key(), Name: e.pat.String(), Requests: n, CutOff: e.cutOff,
 		WastedWorkSeconds: float64(e.waste) / 1e9, Events: e.events,
 		SimulatedSeconds:      float64(e.last-e.first) / 1e9,
-		RefusedBeforeStarting: map[string]int64{}}
+		RefusedBeforeStarting: map[string]int64{}, Recovery: e.recoveries()}
 	all := make([]int64, 0, n)
 	var failed []int64
 	var in, late, unIn int
@@ -114,4 +117,16 @@ func (e *engine) result() Result {
 		}
 	}
 	return r
+}
+
+// recoveries returns the recovery from each fault that ends, in the order
+// of Config.Faults.
+func (e *engine) recoveries() []Recovery {
+	var out []Recovery
+	for i := range e.cfg.Faults {
+		if f := &e.cfg.Faults[i]; f.Ends() {
+			out = append(out, e.rec[i].figures(f, e.lastSent))
+		}
+	}
+	return out
 }

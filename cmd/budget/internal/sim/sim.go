@@ -53,6 +53,12 @@ func (c Config) Validate(t *topology.Topology) error {
 			errs = append(errs, fmt.Errorf("two faults on %q", f.Service))
 		}
 		seen[f.Service] = true
+		if err := f.check(); err != nil {
+			errs = append(errs, fmt.Errorf("fault %s: %v", f, err))
+		}
+	}
+	if c.Horizon < 0 || c.Horizon > topology.MaxDuration {
+		errs = append(errs, fmt.Errorf("horizon %s is outside [0, %s]", c.Horizon, topology.MaxDuration))
 	}
 	if c.MaxCalls < 0 {
 		errs = append(errs, fmt.Errorf("max calls %d is negative", c.MaxCalls))

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/timebudget/budget/cmd/budget/internal/topology"
 )
@@ -51,6 +52,10 @@ type WorkError struct {
 	Calls int64
 	// Max is the bound it passed, Config.MaxCalls or DefaultMaxCalls.
 	Max int64
+	// Until, when not zero, is how long the run goes on for a fault that
+	// ends (Horizon past its end): Requests then counts the most requests
+	// a pattern can send until then.
+	Until, Horizon time.Duration
 }
 
 // Error says how many calls the run could make, how that was estimated
@@ -60,16 +65,21 @@ func (e *WorkError) Error() string {
 	if e.Calls == math.MaxInt64 {
 		calls = "more than 9.2e18"
 	}
-	return fmt.Sprintf("the run could make %s calls (%d patterns × %d requests × up to %d calls per request, every retry and fallback counted), more than the %d allowed",
+	msg := fmt.Sprintf("the run could make %s calls (%d patterns × %d requests × up to %d calls per request, every retry and fallback counted), more than the %d allowed",
 		calls, len(Patterns), e.Requests, e.PerRequest, e.Max)
+	if e.Until > 0 {
+		msg += fmt.Sprintf("; with a fault that ends, a pattern sends requests until %s, %s past its end, up to %d", e.Until, e.Horizon, e.Requests)
+	}
+	return msg
 }
 
 func (c Config) checkWork(t *topology.Topology) error {
 	c = c.withDefaults()
 	per := CallsPerRequest(t)
-	calls := satMul(int64(len(Patterns)), satMul(int64(c.Requests), per))
+	n := c.maxRequests()
+	calls := satMul(int64(len(Patterns)), satMul(int64(n), per))
 	if calls > c.MaxCalls {
-		return &WorkError{Requests: c.Requests, PerRequest: per, Calls: calls, Max: c.MaxCalls}
+		return &WorkError{Requests: n, PerRequest: per, Calls: calls, Max: c.MaxCalls, Until: c.runsUntil(), Horizon: c.Horizon}
 	}
 	return nil
 }

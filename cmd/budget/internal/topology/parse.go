@@ -328,6 +328,10 @@ func (p *parser) call(n *yaml.Node, what string) (Call, error) {
 			to = v
 			c.To, err = p.name(v, what+": to")
 		case "timeout":
+			if s, serr := p.scalar(v, what+": timeout"); serr == nil && strings.TrimSpace(s) == "budget" {
+				c.Budget = true
+				return nil
+			}
 			c.Timeout, err = p.duration(v, what+": timeout", false)
 		case "retries":
 			c.Retries, err = p.integer(v, what+": retries", 0, MaxRetries)

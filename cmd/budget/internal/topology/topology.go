@@ -12,6 +12,7 @@
 //	  edge:
 //	    calls:
 //	      - {to: search, timeout: 2s, retries: 1, backoff: 100ms}
+//	      - {to: ads, timeout: budget}  # no timeout of its own: the rest of the budget
 //	  search:
 //	    latency: {p50: 20ms, p99: 200ms}
 //	    workers: 200          # optional: concurrent requests it can serve
@@ -29,6 +30,8 @@
 //	    latency: {p50: 5ms, p99: 80ms}
 //	  replica:
 //	    host: db              # optional: runs on db's servers and shares its faults
+//	  ads:
+//	    latency: {p50: 10ms, p99: 40ms}
 //
 // Parse reports the first problem it finds as an *Error that names the file,
 // line and column.
@@ -118,6 +121,11 @@ type Call struct {
 	To string
 	// Timeout bounds each attempt; 0 means the file set none.
 	Timeout time.Duration
+	// Budget says the call spends the rest of its caller's budget: it has
+	// no timeout of its own (Timeout is 0) and runs under the deadline
+	// the caller was given, as a call through a budget.Op does. The file
+	// writes it as "timeout: budget".
+	Budget bool
 	// Retries is how many times a failed attempt is repeated (0 or more).
 	Retries int
 	// Backoff is the pause before each retry.

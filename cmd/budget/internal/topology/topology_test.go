@@ -195,3 +195,18 @@ func FuzzParse(f *testing.F) {
 		top.Order()
 	})
 }
+
+// TestParseTimeoutBudget checks "timeout: budget", a call with no timeout
+// of its own that spends the rest of its caller's budget.
+func TestParseTimeoutBudget(t *testing.T) {
+	t.Parallel()
+	src := "entry: a\nbudget: 1s\nservices:\n  a:\n    calls:\n      - {to: b, timeout: budget}\n      - {to: b, timeout: 50ms}\n      - {to: b}\n  b: {}\n"
+	top, err := topology.Parse("x.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := top.Services["a"].Calls
+	if !calls[0].Budget || calls[0].Timeout != 0 || calls[1].Budget || calls[2].Budget {
+		t.Errorf("calls %+v: want only the first to spend the budget, with no timeout of its own", calls)
+	}
+}
