@@ -338,7 +338,7 @@ func (o *Op) probeOrThrottle(m int64, available time.Duration, c Criticality, de
 	}
 	if s := o.adm.share.Load(); s > 0 && o.randN(rampFull) < s {
 		o.adm.regime.readmitted(m)
-		return o.asProbe(dec, o.probeCap(floor))
+		return o.asProbe(dec, o.probeCap(floor, available))
 	}
 	last := o.adm.lastProbe.Load()
 	if last == 0 {
@@ -356,7 +356,7 @@ func (o *Op) probeOrThrottle(m int64, available time.Duration, c Criticality, de
 	}
 	if m-last >= o.probeGap() && o.adm.lastProbe.CompareAndSwap(last, m) {
 		o.adm.refused.Store(0)
-		return o.asProbe(dec, o.probeCap(floor))
+		return o.asProbe(dec, o.probeCap(floor, available))
 	}
 	return dec
 }
@@ -395,13 +395,15 @@ func (o *Op) asProbe(dec Admission, limit time.Duration) Admission {
 
 // probeCap is the time a probe gets: twice the usual latency (and at least
 // the probe floor), doubled after each probe that failed, up to
-// maxProbeScale times. A probe of a dependency that is still slow costs
-// that much and no more; one that answers, but slower than twice what the
-// op knew of it (a hop below with a longer prior, a cold cache), is reached
-// by a probe within a few tries instead of being cut off by every probe for
-// ever.
-func (o *Op) probeCap(floor time.Duration) time.Duration {
-	return max(2*o.usual(), floor) << min(max(o.adm.scale.Load(), 0), maxProbeScale)
+// maxProbeScale times but never past half the time the call has, so that
+// a probe of a dependency that is still slow costs little, and leaves the
+// caller time for its fallback, while one that answers, but slower than
+// twice what the op knew of it (the margins each hop below takes, a cold
+// cache), is reached within a few tries instead of being cut off by every
+// probe for ever.
+func (o *Op) probeCap(floor, available time.Duration) time.Duration {
+	base := max(2*o.usual(), floor)
+	return min(base<<min(max(o.adm.scale.Load(), 0), maxProbeScale), max(base, available/2))
 }
 
 // randN returns a random number in [0, n) from the op's Rand, or from the
@@ -536,25 +538,15 @@ func (o *Op) learn(start, end int64, outcome Outcome, probe bool) {
 
 // Reset forgets everything the op has measured: its estimator's samples,
 // its probe state and the counts error-rate throttling keeps. Admission
-// then follows Prior until it has learned again. An op resets itself when
-// probes show a recovered dependency.
+// then follows Prior until it has learned again. An op that probes show
+// has a recovered dependency forgets less: its cut-off samples, not the
+// latencies it measured.
 func (o *Op) Reset() {
 	if o == nil {
 		return
 	}
 	o.Estimator.Reset()
-	a := &o.adm
-	a.sinceOK.Store(0)
-	a.lastProbe.Store(0)
-	a.gap.Store(0)
-	a.share.Store(0)
-	a.refused.Store(0)
-	a.every.Store(0)
-	a.scale.Store(0)
-	for i := range a.throttle {
-		a.throttle[i].counts.Store(0)
-	}
-	a.regime.clear()
+	o.forgetFault()
 }
 
 // recovered is what an op does once probes show its dependency is back: it
@@ -566,6 +558,11 @@ func (o *Op) Reset() {
 // Completed samples from a slow spell age out with their windows.
 func (o *Op) recovered() {
 	o.Estimator.forgetCensored()
+	o.forgetFault()
+}
+
+// forgetFault clears the probe, stall, throttling and regime state.
+func (o *Op) forgetFault() {
 	a := &o.adm
 	a.sinceOK.Store(0)
 	a.lastProbe.Store(0)

@@ -83,7 +83,12 @@ func TestExportedNamesStayFew(t *testing.T) {
 	// 148: Ask, the attempt AdmitAt and BeginAt take (BeginClassAt folded
 	// into BeginAt: 0); WithProbe and IsProbe, a probe marked end to end;
 	// Observers, one observer for several.
-	const limit = 156
+	// 167, uncertain outcomes: Sent with its String and its four values
+	// (NotSent, ServerRefused, MaybeExecuted, Executed), MarkSent and SentOf
+	// (how an adapter says how far an attempt got, and how Retry reads it),
+	// OutcomeUncertain (a retry not made because the work may have run),
+	// WithIdempotencyKey and IdempotencyKeyFrom (one key per logical call).
+	const limit = 167
 	if len(names) > limit {
 		t.Errorf("the root package exports %d names, more than %d:\n%s", len(names), limit, strings.Join(names, " "))
 	}

@@ -307,7 +307,9 @@ func TestBudgetContextIsAFirstClassParent(t *testing.T) {
 			defer cc()
 			children = append(children, c)
 		}
-		if after := runtime.NumGoroutine(); after != before {
+		// The count is the whole process's: a goroutine of an earlier test
+		// may end meanwhile, so only a rise says that deriving started one.
+		if after := runtime.NumGoroutine(); after > before {
 			t.Fatalf("deriving 100 children started %d goroutines", after-before)
 		}
 		if _, ok := children[0].Deadline(); !ok {

@@ -29,7 +29,11 @@
 //
 // Spending policies draw on the same budget. [Retry] retries only while the
 // backoff and the op's minimum useful time still fit, and a [RetryQuota]
-// shared by a client caps retries at a fraction of its requests. [Hedge]
+// shared by a client caps retries at a fraction of its requests. It does
+// not repeat work that may have run: an attempt whose error says so
+// ([SentOf] reports [MaybeExecuted]) is retried only for a call declared
+// idempotent or carrying an idempotency key ([WithIdempotencyKey]), which
+// adapters send with every attempt and hedge. [Hedge]
 // starts a second attempt at the op's latency quantile when time and the
 // retry quota allow. A [Ladder] declines rungs that cannot finish while
 // keeping time for its last, cheap rung. [Gather] fans out with one shared
@@ -56,7 +60,8 @@
 //     throttles them for the error rate, a probe goes at least every
 //     5 × ProbeEvery (500 ms) of calls, or every 16th call for an op that
 //     knows nothing of the dependency's latency; it is capped at twice the
-//     usual latency, doubling after each failure up to the call's time. A
+//     usual latency, doubling after each failure up to half the call's
+//     time. A
 //     probe is a probe end to end ([WithProbe]): the ops below admit it
 //     whatever their own estimates say, so the first probe after the fault
 //     ends reaches the dependency. Two probes that succeed end the fault
@@ -77,6 +82,14 @@
 //     a window, so an op whose callers are all sheddable recovers as well.
 //   - [Op].Limit and the classes' shares count attempts in flight, each
 //     bounded by its budget: they free within the longest budget.
+//   - The balancers (grpcbudget's budget_aware, httpbudget.Picker, both on
+//     edge/pick) learn latency only from successes: a replica that fails
+//     fast is a failure, never the fastest. A shunned replica (ejected,
+//     or slower than twice the best) gets a probe in turn, one call in
+//     ProbeEvery (100); it returns at its first probe that succeeds, or
+//     after three fast ones if it was slow, so that once the calls it held
+//     have ended it is chosen again within (3 + 2) × m × ProbeEvery calls,
+//     m being the number of shunned replicas.
 //   - A [Queue] with a positive Target that stands serves newest-first and
 //     sheds what waited past Target; it stops standing when it is next
 //     empty. A deadline-driven Queue (zero Target) holds nothing past its

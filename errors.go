@@ -39,8 +39,10 @@ type Error struct {
 	// Outcome says why the work did not complete: OutcomeInsufficient,
 	// OutcomeShed, OutcomeRetrySuppressed or OutcomeThrottled when it was
 	// refused before starting, OutcomeExpired when it ran out of time,
-	// OutcomeCanceled when the caller gave up before it could start, and
-	// OutcomeLimit when a [Steps] loop reached its bound.
+	// OutcomeCanceled when the caller gave up before it could start,
+	// OutcomeLimit when a [Steps] loop reached its bound, and
+	// OutcomeUncertain when a [Retry] did not retry an attempt that may
+	// have run (see [Sent]).
 	Outcome Outcome
 	// Remaining is the time that was left before the deadline when the
 	// decision was made, before the reserve, as [Remaining] and
@@ -82,6 +84,8 @@ func (e *Error) Error() string {
 		b.WriteString(" refused on arrival: too little time left")
 	case OutcomeRetrySuppressed:
 		b.WriteString(" not retried: retry quota spent")
+	case OutcomeUncertain:
+		b.WriteString(" not retried: it may have run, and it is neither idempotent nor keyed")
 	case OutcomeCanceled:
 		b.WriteString(" not started: the caller gave up")
 	case OutcomeThrottled:

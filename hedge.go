@@ -18,7 +18,12 @@ const defaultHedgeQuantile = 0.95
 // The second attempt starts only if it can finish (op's admission, in the
 // time left less the reserve) and the retry quota, when one is set, allows
 // it; hedges and retries draw on the same quota, so an outage cannot turn
-// hedging into double load. The zero value is ready to use: it hedges at the
+// hedging into double load.
+//
+// A hedge is a second copy of a call that may be running already, so hedge
+// only calls that are idempotent, or that carry an idempotency key
+// ([WithIdempotencyKey]) toward a server that honours it: both copies then
+// carry the same key, and the server runs the work once. The zero value is ready to use: it hedges at the
 // op's 0.95 quantile once the op has enough measurements, and not at all
 // before. A Hedge holds configuration only; it is safe for concurrent use
 // as long as its fields are not changed.
@@ -52,9 +57,11 @@ var zeroHedge Hedge
 // context cannot hold the answer back. The loser's goroutine ends when its fn
 // returns (within microseconds of the cancel for a fn that honours its
 // context); set Detacher to wait for such goroutines at shutdown, so that
-// none is lost. When both fail, Do returns the error of the one that failed last; when the first
-// fails before the hedge starts, its error is returned at once (retrying is
-// [Retry]'s job). Each attempt's context carries its number: 1, or 2 for the
+// none is lost. When both fail, Do returns the error of the one that failed
+// last, classified ([SentOf]) as far as the further of the two got, so that a
+// [Retry] around the hedge does not take one copy's "not sent" for the whole
+// call while the other copy may have run; when the first fails before the
+// hedge starts, its error is returned at once (retrying is [Retry]'s job). Each attempt's context carries its number: 1, or 2 for the
 // hedge (see [AttemptNumber]).
 //
 // Because two attempts may run at once, fn must not write to variables it
@@ -118,6 +125,7 @@ func hedge[T any](ctx context.Context, h *Hedge, op *Op, fn func(ctx context.Con
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
 	running, hedged := 1, false
+	var failed Sent // how far the copy that failed first got
 	for {
 		select {
 		case r := <-results:
@@ -126,8 +134,9 @@ func hedge[T any](ctx context.Context, h *Hedge, op *Op, fn func(ctx context.Con
 				// A loser still running is canceled by the deferred
 				// cancel and sends to the buffered channel when it
 				// returns, so it never blocks.
-				return r.v, r.err
+				return r.v, bothFailed(r.err, failed)
 			}
+			failed, _ = SentOf(r.err)
 		case <-timer.C:
 			if !hedged && h.allow(ctx, op) {
 				hedged = true
@@ -136,6 +145,20 @@ func hedge[T any](ctx context.Context, h *Hedge, op *Op, fn func(ctx context.Con
 			}
 		}
 	}
+}
+
+// bothFailed returns err, the error of the copy that failed last, marked as
+// far as the copy that failed first got (first) when that is further: a
+// retry around the hedge must not take the second copy's "not sent" for
+// the whole call when the first copy may have run.
+func bothFailed(err error, first Sent) error {
+	if err == nil || first == 0 {
+		return err
+	}
+	if s, ok := SentOf(err); !ok || s < first {
+		return MarkSent(err, first)
+	}
+	return err
 }
 
 // numberedAttempt runs fn as attempt n of op, its number in its context.

@@ -44,8 +44,9 @@ import (
 //     the usual latency left (the moving average of successes, or the
 //     prior before the first), and is capped at twice that, so a probe of
 //     a dependency still slow costs little; after each probe that fails
-//     the cap doubles (up to 64 times), so a dependency that answers
-//     slower than before is still reached. The first probe goes 10 ms (or
+//     the cap doubles (up to 64 times, never past half the time the call
+//     has), so a dependency that answers slower than before is still
+//     reached and the caller keeps time for its fallback. The first probe goes 10 ms (or
 //     the usual latency) after refusals begin; after each probe that
 //     fails, the interval doubles, up to ProbeEvery, and so does the
 //     number of refused calls a probe waits for, up to 16, but never for

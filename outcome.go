@@ -36,6 +36,7 @@ const (
 	OutcomeRetrySuppressed                // a retry or hedge was not made: the retry quota was spent
 	OutcomeLimit                          // stopped by an iteration bound (see [Steps])
 	OutcomeThrottled                      // refused locally because the dependency keeps failing (see [Op])
+	OutcomeUncertain                      // a retry was not made: the attempt may have run, and the call is neither idempotent nor keyed (see [Sent])
 )
 
 var outcomeNames = [...]string{
@@ -49,6 +50,7 @@ var outcomeNames = [...]string{
 	OutcomeRetrySuppressed: "retry_suppressed",
 	OutcomeLimit:           "limit",
 	OutcomeThrottled:       "throttled",
+	OutcomeUncertain:       "uncertain",
 }
 
 // String returns the outcome's lower-case label, such as "expired" or

@@ -57,6 +57,14 @@ type Retry struct {
 	// retried, after the rules no policy overrides (see [Retry.Do]). Nil
 	// retries every error those rules allow.
 	Retryable func(err error) bool
+	// Idempotent declares that running the call twice does no harm (a
+	// read, a PUT of a whole value), so that an attempt that may have run
+	// ([MaybeExecuted]) is retried like any other. False retries such an
+	// attempt only when the call carries an idempotency key (see
+	// [WithIdempotencyKey]) or its error says the request is idempotent by
+	// its protocol's rules (an HTTP GET, HEAD, OPTIONS or TRACE through
+	// httpbudget's Transport).
+	Idempotent bool
 }
 
 var zeroRetry Retry
@@ -84,6 +92,21 @@ var zeroRetry Retry
 // as an [EventRefuse] numbered with the retry that was not made, and waits as
 // [EventBackoff]. A caller that gives up during a wait gets an
 // error that wraps both its context's cause and the last error.
+//
+// Retries never duplicate work by accident. An attempt whose error says it
+// may have run ([SentOf] reports [MaybeExecuted]: the request was written,
+// then the deadline or the connection ended before an answer) is retried
+// only when r is Idempotent, ctx carries an idempotency key
+// ([WithIdempotencyKey]), or the error reports a method Idempotent() bool
+// that returns true; otherwise Do returns an [*Error] with
+// [OutcomeUncertain] that wraps the attempt's error, recorded as an
+// [EventRefuse] like the other suppressed retries. Attempts that were not
+// sent ([NotSent]) or refused by the server before it started
+// ([ServerRefused]) are retried as the rules above allow, and so are
+// executed ones ([Executed]: Retryable judges the answer). An error that
+// carries no classification (from a function that does not go through a
+// classifying adapter) is retried as the rules above allow, as before
+// classifications existed: wrap it with [MarkSent] to say otherwise.
 //
 // A nil r behaves as the zero Retry. Do allocates what the attempts need (an
 // attempt context and its number, about 5 allocations each) and nothing per
@@ -132,6 +155,9 @@ func (r *Retry) Do(ctx context.Context, op *Op, fn func(ctx context.Context) err
 		last = err
 		if n >= r.maxAttempts() || !r.retryable(ctx, err, cause) {
 			return err
+		}
+		if !mayRetryUncertain(ctx, err, r.Idempotent) {
+			return suppress(ctx, read(ctx), op, n+1, OutcomeUncertain, 0, err)
 		}
 	}
 }
@@ -187,12 +213,13 @@ func (r *Retry) beforeRetry(ctx context.Context, op *Op, n int, last error) erro
 }
 
 // suppress records that retry (or hedge) n of op was not made, for lack of
-// time or of retry quota, and returns the error that says so, wrapping the
+// time or of retry quota, or because the last attempt may have run (why
+// says which), and returns the error that says so, wrapping the
 // last attempt's error.
 func suppress(ctx context.Context, rd reading, op *Op, n int, why Outcome, needed time.Duration, last error) error {
 	err := &Error{Stage: op.Name, Outcome: why, Needed: needed, Budget: rd.st.budget(), Err: last}
 	if rd.hasDeadline {
-		err.Remaining = rd.available
+		err.Remaining, err.Available = rd.remaining, rd.available
 	}
 	emit(ctx, rd.st, op.Observer, Event{Kind: EventRefuse, Stage: op.Name, At: rd.now,
 		Remaining: rd.remaining, Needed: needed, Outcome: why, Attempt: n, Err: err})

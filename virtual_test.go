@@ -38,8 +38,9 @@ func TestBeginAtEndAtOnVirtualTime(t *testing.T) {
 		if dec.Probe {
 			probes++
 			// Twice the usual 20 ms, doubled after each probe that failed
-			// (at most 6 times), within the op's Cap.
-			if k := failedProbes; dec.Cap != min(40*time.Millisecond<<min(k, 6), time.Second) {
+			// (at most 6 times), but not past half the time the call has,
+			// and within the op's Cap.
+			if k := failedProbes; dec.Cap != min(40*time.Millisecond<<min(k, 6), avail/2, time.Second) {
 				t.Fatalf("at %v a probe is capped at %v after %d failed probes, want 40ms doubled as often", v, dec.Cap, k)
 			}
 		} else if dec.Cap != time.Second {

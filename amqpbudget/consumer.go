@@ -29,7 +29,7 @@ type Consumer struct {
 	Stage string
 	// Policy is the inbound rule for the budgets messages carry, the same
 	// [wire.Policy] HTTP and gRPC servers apply: which headers to trust,
-	// Max, Default, Min, Reserve, Skew and the treatment of malformed
+	// Max, Default, Min, AnswerMargin, Skew and the treatment of malformed
 	// values; see the package documentation for how a message's wait in the
 	// queue is charged. Nil means the zero Policy: trust the publisher's
 	// headers with no cap and impose no deadline on messages that carry

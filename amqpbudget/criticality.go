@@ -9,15 +9,22 @@ import (
 )
 
 // stampCriticality writes the class ctx carries into msg's headers, unless it
-// is the default class. A consumer reads it under its policy's trust, as it
-// reads the deadline, and puts it on the handler's context.
+// is the default class, and the probe mark when ctx is marked as a probe. A
+// consumer reads them under its policy's trust, as it reads the deadline,
+// and puts them on the handler's context.
 func stampCriticality(ctx context.Context, msg *amqp.Publishing) {
-	v, ok := edge.CriticalityValue(ctx)
-	if !ok {
+	class, isClass := edge.CriticalityValue(ctx)
+	probe, isProbe := edge.ProbeValue(ctx)
+	if !isClass && !isProbe {
 		return
 	}
 	if msg.Headers == nil {
 		msg.Headers = amqp.Table{}
 	}
-	msg.Headers[wire.HeaderRequestCriticality] = v
+	if isClass {
+		msg.Headers[wire.HeaderRequestCriticality] = class
+	}
+	if isProbe {
+		msg.Headers[wire.HeaderBudgetProbe] = probe
+	}
 }

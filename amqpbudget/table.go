@@ -31,9 +31,10 @@ type headers struct {
 }
 
 // maxNames is how many headers a consumer reads: the nine inbound deadline
-// sources of package wire, Request-Criticality and Request-Attempt. Should
+// sources of package wire, Request-Criticality, Budget-Probe and
+// Request-Attempt. Should
 // wire read more, the package panics when it loads, and every test says so.
-const maxNames = 11
+const maxNames = 12
 
 // headersOf reads t's budget headers. It allocates once, and once more for
 // each header sent under several spellings.

@@ -154,7 +154,10 @@ func (c *client) outgoing(ctx context.Context, procedure string, header http.Hea
 		// of Connect's or gRPC's carries it.
 		header[requestCriticalityKey] = []string{v}
 	}
-	call, ok, err := edge.Send(ctx, procedure, edge.Outbound{Transit: c.cfg.transit, MinUseful: c.cfg.minUseful})
+	if v, ok := edge.ProbeValue(ctx); ok {
+		header[budgetProbeKey] = []string{v}
+	}
+	call, ok, err := edge.Send(ctx, c.cfg.stageOf(procedure), edge.Outbound{Transit: c.cfg.transit, MinUseful: c.cfg.minUseful})
 	if !ok || err != nil {
 		return ctx, nil, err
 	}
@@ -180,6 +183,7 @@ var (
 	requestAttemptKey  = http.CanonicalHeaderKey(wire.HeaderRequestAttempt)
 
 	requestCriticalityKey = http.CanonicalHeaderKey(wire.HeaderRequestCriticality)
+	budgetProbeKey        = http.CanonicalHeaderKey(wire.HeaderBudgetProbe)
 )
 
 // result gives a call's error its code, reporting a cancellation after the

@@ -3,11 +3,10 @@ package connectbudget
 import (
 	"context"
 	"errors"
-	"time"
 
 	"connectrpc.com/connect"
 
-	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/edge"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -40,7 +39,7 @@ func CodeOf(ctx context.Context, err error) connect.Code {
 		return 0
 	}
 	code := codeOf(err)
-	if code == connect.CodeCanceled && deadlinePassed(ctx) {
+	if code == connect.CodeCanceled && edge.DeadlinePassed(ctx) {
 		return connect.CodeDeadlineExceeded
 	}
 	return code
@@ -50,7 +49,7 @@ func codeOf(err error) connect.Code {
 	switch {
 	case errors.Is(err, wire.ErrMalformed):
 		return connect.CodeInvalidArgument
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, budget.ErrInsufficient), errors.Is(err, wire.ErrShed):
+	case edge.IsExpiry(err):
 		return connect.CodeDeadlineExceeded
 	}
 	var ce *connect.Error
@@ -70,18 +69,6 @@ func connectCode(err error) (connect.Code, bool) {
 		return ce.Code(), true
 	}
 	return 0, false
-}
-
-// deadlinePassed reports whether ctx's deadline, if any, has passed.
-func deadlinePassed(ctx context.Context) bool {
-	if ctx == nil {
-		return false
-	}
-	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
-		return true
-	}
-	dl, ok := ctx.Deadline()
-	return ok && !time.Now().Before(dl)
 }
 
 // toConnect returns err as an error carrying the code [CodeOf] gives it.

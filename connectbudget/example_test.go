@@ -20,7 +20,7 @@ import (
 func ExampleNewServerInterceptor() {
 	// What connect-go cannot say on its own: at most 2 s whatever the client
 	// asks, nothing started with under 50 ms, 100 ms kept to answer.
-	policy := &wire.Policy{Max: 2 * time.Second, Min: 50 * time.Millisecond, Reserve: 100 * time.Millisecond}
+	policy := &wire.Policy{Max: 2 * time.Second, Min: 50 * time.Millisecond, AnswerMargin: 100 * time.Millisecond}
 	mux := http.NewServeMux()
 	mux.Handle("/acme.v1.Checkout/Pay", connect.NewUnaryHandler("/acme.v1.Checkout/Pay",
 		func(ctx context.Context, _ *connect.Request[wrapperspb.StringValue]) (*connect.Response[wrapperspb.StringValue], error) {

@@ -58,7 +58,7 @@ func FuzzServerInterceptor(f *testing.F) {
 	for _, trust := range trusts {
 		var pair [2]connect.Interceptor
 		for i, strict := range []bool{false, true} {
-			p := wire.Policy{Max: max, Min: time.Millisecond, Reserve: time.Millisecond, Trust: trust, Strict: strict}
+			p := wire.Policy{Max: max, Min: time.Millisecond, AnswerMargin: time.Millisecond, Trust: trust, Strict: strict}
 			pair[i] = connectbudget.NewServerInterceptor(connectbudget.WithPolicy(&p), connectbudget.WithMessageBudget(perMessage))
 		}
 		interceptors = append(interceptors, pair)

@@ -2,10 +2,10 @@ package connectbudget
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/edge"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -41,6 +41,7 @@ type clientConfig struct {
 	ops       func(procedure string) *budget.Op
 	message   time.Duration
 	idle      time.Duration
+	stage     string
 }
 
 type serverOption func(*serverConfig)
@@ -73,14 +74,7 @@ func (o bothOption) applyClient(c *clientConfig) { o.client(c) }
 // that names the field, before any call is served. Call Validate first to
 // handle the mistake as an error instead.
 func WithPolicy(p *wire.Policy) ServerOption {
-	return serverOption(func(c *serverConfig) {
-		s := new(wire.Switch)
-		if err := s.Store(p); err != nil {
-			// A setup mistake, caught before any call.
-			panic(fmt.Errorf("connectbudget: %w: %w", budget.ErrMisconfigured, err))
-		}
-		c.policy = s
-	})
+	return serverOption(func(c *serverConfig) { c.policy = edge.PolicySwitch("connectbudget", p) })
 }
 
 // WithSwitch reads the inbound policy from s on every call, so an operator
@@ -116,12 +110,12 @@ func WithLedgerCapacity(n int) ServerOption {
 // held back from the handler's deadline so that, when the handler runs out
 // of budget, DeadlineExceeded reaches the caller before the caller's own
 // deadline. The handler's deadline is the caller's less the larger of the
-// margin and the policy's Reserve.
+// margin and the policy's AnswerMargin.
 //
 // The default (zero) is adaptive: 1 ms plus four times a peak-following
 // average of how late, after a handler's deadline, handlers return, at most
 // 10 ms. A positive d is a fixed margin; a negative d holds back nothing but
-// Reserve. Either way the margin is at most 1/10 of the caller's time left.
+// AnswerMargin. Either way the margin is at most 1/10 of the caller's time left.
 func WithAnswerMargin(d time.Duration) ServerOption {
 	return serverOption(func(c *serverConfig) { c.margin = d })
 }
@@ -239,4 +233,20 @@ func WithTransit(d time.Duration) ClientOption {
 // millisecond.
 func WithMinUseful(d time.Duration) ClientOption {
 	return clientOption(func(c *clientConfig) { c.minUseful = max(d, time.Millisecond) })
+}
+
+// WithClientStage names the stage of the client's local refusals in errors
+// and the ledger, as httpbudget's WithClientStage does. The default is the
+// call's procedure ("/pkg.Service/Method"); a name is what a dashboard should
+// show when the method names say too much or too little.
+func WithClientStage(name string) ClientOption {
+	return clientOption(func(c *clientConfig) { c.stage = name })
+}
+
+// stageOf is the stage of a call to method.
+func (c *clientConfig) stageOf(method string) string {
+	if c.stage != "" {
+		return c.stage
+	}
+	return method
 }

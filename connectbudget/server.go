@@ -10,7 +10,6 @@ import (
 
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/edge"
-	"github.com/timebudget/budget/internal/margin"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -26,7 +25,7 @@ import (
 // minimum. The interceptor adds the policy. It reads the request's headers,
 // so that every trusted source counts (Connect-Timeout-Ms, grpc-timeout,
 // Request-Timeout-Ms, Request-Deadline, ...) and the strictest wins; it
-// then applies Max, Default, Min, Reserve and the malformed-value rule
+// then applies Max, Default, Min, AnswerMargin and the malformed-value rule
 // ([wire.Policy.Decide]), and either
 //
 //   - refuses the call, without running the handler: DeadlineExceeded when
@@ -48,7 +47,7 @@ import (
 // interceptor: connect-go rejects the call first.
 //
 // The handler's deadline is the caller's less the larger of the policy's
-// Reserve and the answer margin ([WithAnswerMargin]), so that the handler
+// AnswerMargin and the answer margin ([WithAnswerMargin]), so that the handler
 // stops, and its answer reaches the caller, before the caller stops
 // waiting.
 //
@@ -79,18 +78,15 @@ func NewServerInterceptor(opts ...ServerOption) connect.Interceptor {
 			o.applyServer(&cfg)
 		}
 	}
-	if cfg.policy == nil {
-		cfg.policy = new(wire.Switch)
-		_ = cfg.policy.Store(&wire.Policy{})
-	}
-	k := margin.New(cfg.margin)
+	cfg.policy = edge.OrDefault(cfg.policy)
+	k := edge.NewMarginKeeper(cfg.margin)
 	return &server{cfg: cfg, margin: k, arrival: edge.Arrival{Adapter: "connectbudget",
 		Observer: cfg.observer, LedgerCapacity: cfg.ledgerCap, Margin: k}}
 }
 
 type server struct {
 	cfg     serverConfig
-	margin  *margin.Keeper
+	margin  *edge.MarginKeeper
 	arrival edge.Arrival // Stage is set per call
 }
 
@@ -108,16 +104,12 @@ func (s *server) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 			defer cancel()
 		}
 		var resp connect.AnyResponse
-		if op := s.op(procedure); op != nil {
-			err = op.Do(bctx, func(ctx context.Context) error {
-				var err error
-				resp, err = next(ctx, req)
-				return err
-			})
-		} else {
-			resp, err = next(bctx, req)
-		}
-		s.learn(bctx)
+		err = edge.Run(bctx, s.op(procedure), func(ctx context.Context) error {
+			var err error
+			resp, err = next(ctx, req)
+			return err
+		})
+		s.margin.Learn(bctx)
 		if err != nil {
 			return resp, toConnect(bctx, err)
 		}
@@ -167,7 +159,7 @@ func (s *server) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect
 		} else {
 			err = next(bctx, conn)
 		}
-		s.learn(bctx)
+		s.margin.Learn(bctx)
 		if hc != nil {
 			// A stream whose peer went quiet ends as the idle timeout says,
 			// whatever the handler made of the Receive error.
@@ -182,45 +174,21 @@ func (s *server) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect
 	}
 }
 
-// learn teaches the answer margin how late after its deadline a handler
-// returned.
-func (s *server) learn(ctx context.Context) {
-	if ctx.Err() == nil {
-		return
-	}
-	if deadline, ok := ctx.Deadline(); ok {
-		if late := time.Since(deadline); late > 0 {
-			s.margin.Observe(late)
-		}
-	}
-}
-
 // finish checks a handler that returned a nil error. When its budget had
 // run out by its deadline, the call is answered DeadlineExceeded: a reply
 // made after the budget ran out is late by definition. For a stream, the
 // messages already sent stay sent; the end of the stream, which comes last,
 // says it was cut short. A call canceled by its caller is left alone.
 func (s *server) finish(ctx context.Context, procedure string) error {
-	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return nil
+	if err := edge.Late(ctx, s.stage(procedure)); err != nil {
+		return connect.NewError(connect.CodeDeadlineExceeded, err)
 	}
-	return connect.NewError(connect.CodeDeadlineExceeded,
-		&budget.Error{Stage: s.stage(procedure), Outcome: budget.OutcomeExpired, Err: context.DeadlineExceeded})
+	return nil
 }
 
-func (s *server) op(procedure string) *budget.Op {
-	if s.cfg.ops == nil {
-		return nil
-	}
-	return s.cfg.ops(procedure)
-}
+func (s *server) op(procedure string) *budget.Op { return edge.OpOf(s.cfg.ops, procedure) }
 
-func (s *server) stage(procedure string) string {
-	if s.cfg.stage != "" {
-		return s.cfg.stage
-	}
-	return procedure
-}
+func (s *server) stage(procedure string) string { return edge.Named(s.cfg.stage, procedure) }
 
 // arrive applies the policy to a call arriving with ctx and header. It
 // returns the context the handler runs in and, when a budget was started,

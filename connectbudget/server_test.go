@@ -28,7 +28,7 @@ func TestServerAppliesThePolicy(t *testing.T) {
 		{"protocol timeout honoured", &wire.Policy{}, 2 * time.Second, nil, 0, 2 * time.Second, ""},
 		{"header stricter than protocol timeout", &wire.Policy{}, 5 * time.Second, []string{"Request-Timeout-Ms", "300"}, 0, 300 * ms, ""},
 		{"client asking more than max is clamped", &wire.Policy{Max: 200 * ms}, 10 * time.Second, nil, 0, 200 * ms, ""},
-		{"reserve kept back", &wire.Policy{Reserve: 500 * ms}, 2 * time.Second, nil, 0, 1500 * ms, ""},
+		{"reserve kept back", &wire.Policy{AnswerMargin: 500 * ms}, 2 * time.Second, nil, 0, 1500 * ms, ""},
 		{"shed below min", &wire.Policy{Min: 5 * time.Second}, 2 * time.Second, nil, connect.CodeDeadlineExceeded, 0, "refused on arrival: too little time left"},
 		{"shed by header below min", &wire.Policy{Min: 100 * ms}, 0, []string{"Request-Timeout-Ms", "50"}, connect.CodeDeadlineExceeded, 0, "refused on arrival"},
 		{"expired on arrival", &wire.Policy{}, 0, []string{"Request-Timeout-Ms", "0"}, connect.CodeDeadlineExceeded, 0, "deadline passed"},

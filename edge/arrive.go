@@ -37,7 +37,7 @@ type Arrival struct {
 	// LedgerCapacity is the budget's [budget.Config.LedgerCapacity].
 	LedgerCapacity int
 	// Margin, when not nil, is taken off the caller's deadline (when it is
-	// larger than the policy's Reserve) and learns the transit of requests
+	// larger than the policy's AnswerMargin) and learns the transit of requests
 	// that carry this library's header pair.
 	Margin Margin
 }
@@ -81,16 +81,19 @@ type Request struct {
 // The handler's context carries the request's class ([budget.CriticalityFrom]),
 // the first of: a trusted Request-Criticality header's; req.Criticality when
 // req.Classified; the class ctx already carries when it is not the default
-// (one that code the server runs before the adapter put there, such as
-// otelbudget's baggage propagator, which reads it under a trust rule of its
-// own); the policy's Criticality. A class on ctx thus survives a hop whose
+// (one that code the server runs before the adapter put there; a value read
+// from the caller's W3C baggage, [WithCarriedCriticality], is decided with
+// the headers instead, as one more Request-Criticality value); the policy's
+// Criticality. A class on ctx thus survives a hop whose
 // headers carry none, and the policy's class is a default, not an override.
 // It rides in the budget's own context, so it costs no allocation when a
-// budget starts.
+// budget starts. A request that a trusted [wire.HeaderBudgetProbe] marks as a
+// probe ([wire.Decision.Probe]) runs with the mark ([budget.WithProbe]), so
+// that admission downstream treats it as a probe of its own.
 //
 // A nil p is enforcement off: nothing is read, nothing refused, and ctx is
 // returned unchanged. The budget's deadline is the policy's (the caller's
-// less Reserve) or, when earlier, the caller's less the margin; it never
+// less AnswerMargin) or, when earlier, the caller's less the margin; it never
 // extends ctx's. Canceling the returned context releases resources
 // associated with it, so code should call cancel as soon as the handler
 // returns.
@@ -99,7 +102,8 @@ type Request struct {
 // Arrive allocates only to describe a malformed value or a refusal.
 func (a Arrival) Arrive(ctx context.Context, p *wire.Policy, req Request) (context.Context, context.CancelFunc, wire.Decision, error) {
 	now := req.Now
-	dec, err := p.DecideSent(req.Header, req.Sent, now)
+	h, carried := withCarried(ctx, req.Header)
+	dec, err := p.DecideSent(h, req.Sent, now)
 	stage := a.stage()
 	if o := a.Observer; o != nil {
 		if dec.Skew {
@@ -113,12 +117,12 @@ func (a Arrival) Arrive(ctx context.Context, p *wire.Policy, req Request) (conte
 		a.refused(ctx, stage, now, dec, err)
 		return nil, nil, dec, err
 	}
-	class := classOf(ctx, req, dec)
+	class := classOf(ctx, req, dec, carried)
 	if !dec.HasDeadline {
-		return budget.WithCriticality(ctx, class), nil, dec, nil
+		return probe(budget.WithCriticality(ctx, class), dec), nil, dec, nil
 	}
 	cfg := budget.Config{Stage: stage, Observer: a.Observer, LedgerCapacity: a.LedgerCapacity, Criticality: class}
-	h := req.Header
+	h = req.Header
 	if h != nil {
 		if v := h.Values(requestAttempt); len(v) == 1 {
 			cfg.Attempt, _, _ = wire.ParseRequestAttempt(v[0])
@@ -143,20 +147,30 @@ func (a Arrival) Arrive(ctx context.Context, p *wire.Policy, req Request) (conte
 		// has its own.
 		bctx = budget.WithCriticality(bctx, class)
 	}
-	return bctx, cancel, dec, nil
+	return probe(bctx, dec), cancel, dec, nil
+}
+
+// probe returns ctx marked as a probe ([budget.WithProbe]) when a trusted
+// Budget-Probe header marked the request.
+func probe(ctx context.Context, dec wire.Decision) context.Context {
+	if dec.Probe {
+		return budget.WithProbe(ctx)
+	}
+	return ctx
 }
 
 // classOf is the class of a request arriving with ctx: a trusted header's,
 // else the classifier's, else the class ctx already carries when it is not
-// the default, else the policy's.
-func classOf(ctx context.Context, req Request, dec wire.Decision) budget.Criticality {
+// the default and no carrier put it there (carried: the carrier's value was
+// decided with the headers), else the policy's.
+func classOf(ctx context.Context, req Request, dec wire.Decision, carried bool) budget.Criticality {
 	switch {
 	case dec.CriticalityFromHeader:
 		return budget.Criticality(dec.Criticality)
 	case req.Classified:
 		return req.Criticality
 	}
-	if c := budget.CriticalityFrom(ctx); c != budget.DefaultCriticality {
+	if c := budget.CriticalityFrom(ctx); c != budget.DefaultCriticality && !carried {
 		return c
 	}
 	return budget.Criticality(dec.Criticality)
@@ -164,9 +178,10 @@ func classOf(ctx context.Context, req Request, dec wire.Decision) budget.Critica
 
 // The lowercase names wire.Header implementations are asked for.
 const (
-	requestAttempt  = "request-attempt"
-	requestTimeout  = "request-timeout-ms"
-	requestDeadline = "request-deadline"
+	requestAttempt     = "request-attempt"
+	requestTimeout     = "request-timeout-ms"
+	requestDeadline    = "request-deadline"
+	requestCriticality = "request-criticality"
 )
 
 func (a Arrival) stage() string {

@@ -17,5 +17,65 @@ func CriticalityValue(ctx context.Context) (string, bool) {
 	if c == budget.DefaultCriticality {
 		return "", false
 	}
-	return wire.FormatRequestCriticality(int8(c))
+	return wire.FormatRequestCriticality(c)
+}
+
+// ProbeValue returns the [wire.HeaderBudgetProbe] value to send for a call
+// whose context is marked as a probe ([budget.IsProbe]), and false for any
+// other call, which sends no header. It reads one context value and does not
+// allocate. Clients send it whether or not ctx has a deadline.
+func ProbeValue(ctx context.Context) (string, bool) {
+	if budget.IsProbe(ctx) {
+		return wire.ProbeValue, true
+	}
+	return "", false
+}
+
+// WithCarriedCriticality returns a copy of ctx carrying a
+// [wire.HeaderRequestCriticality] value read from a carrier other than the
+// request's own headers, such as W3C baggage (otelbudget's propagator), and
+// the class it names, when valid ([budget.WithCriticality]), for code that
+// runs without an adapter. The value stands as the caller's word, not the
+// service's: [Arrival.Arrive] decides it under its own policy as one more
+// Request-Criticality value (trusted only with
+// [wire.SourceRequestCriticality], counted when malformed, refused as
+// malformed under a Strict policy), so that at an edge that trusts nothing a
+// caller cannot raise its own class through its baggage, and one hostile
+// value gets one decision whichever carrier brought it.
+func WithCarriedCriticality(ctx context.Context, value string) context.Context {
+	if c, ok, _ := wire.ParseRequestCriticality(value); ok {
+		ctx = budget.WithCriticality(ctx, budget.Criticality(c))
+	}
+	return context.WithValue(ctx, carriedKey{}, value)
+}
+
+type carriedKey struct{}
+
+// withCarried returns h with the Request-Criticality value a carrier put on
+// ctx ([WithCarriedCriticality]) added to its own, and h alone when there is
+// none.
+func withCarried(ctx context.Context, h wire.Header) (wire.Header, bool) {
+	v, ok := ctx.Value(carriedKey{}).(string)
+	if !ok {
+		return h, false
+	}
+	return carriedHeader{h, v}, true
+}
+
+// carriedHeader is a request's headers with one more Request-Criticality
+// value.
+type carriedHeader struct {
+	h     wire.Header
+	class string
+}
+
+func (c carriedHeader) Values(name string) []string {
+	var own []string
+	if c.h != nil {
+		own = c.h.Values(name)
+	}
+	if name != requestCriticality {
+		return own
+	}
+	return append(own[:len(own):len(own)], c.class)
 }

@@ -1,6 +1,7 @@
 package grpcbudget
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -13,7 +14,7 @@ import (
 	"google.golang.org/grpc/serviceconfig"
 
 	"github.com/timebudget/budget"
-	"github.com/timebudget/budget/internal/pick"
+	"github.com/timebudget/budget/edge/pick"
 )
 
 // BalancerName is the name the budget-aware balancer is registered under,
@@ -35,20 +36,53 @@ import (
 // expected completion and leaves the decision to admission
 // ([UnaryClientInterceptor] with [WithAdmission]).
 //
+// The balancer learns latency from successful calls only. What a call's
+// end says of its replica, by code:
+//
+//	OK                          a success: a latency sample
+//	DEADLINE_EXCEEDED           at the call's own deadline (at most a tenth of its
+//	                            time left, or 1 ms): cut off, a lower bound of the
+//	                            latency; earlier: a failure (the replica shed the
+//	                            call, as a grpcbudget server does, or its own work
+//	                            ran out of time)
+//	UNAVAILABLE, RESOURCE_EXHAUSTED,
+//	UNKNOWN, INTERNAL, DATA_LOSS a failure of the replica, however fast
+//	CANCELLED                   nothing: the caller gave up
+//	any other code              an answer of the application (INVALID_ARGUMENT,
+//	                            NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED,
+//	                            UNAUTHENTICATED, FAILED_PRECONDITION, ABORTED,
+//	                            OUT_OF_RANGE, UNIMPLEMENTED): the replica is alive,
+//	                            which ends a run of failures, and its speed at
+//	                            refusing is no latency
+//
+// UNIMPLEMENTED is an answer, not a failure, because the balancer's state is
+// the channel's: a method no replica has yet would otherwise eject every
+// replica for the other methods too. A replica that fails fast is thus never
+// the fastest: it fails 5 calls in a row and is ejected, as a slow one is.
+//
 // A replica whose recent latency exceeds 4 times the best one's (by at least
-// 2 ms, its median confirming it), or failing 5 calls in a row
-// (UNAVAILABLE, INTERNAL, DATA_LOSS), is ejected: it receives only probes,
-// one call in 100 (given to a call with time for the replica's estimate),
-// until probes show its latency halved and within twice the best's, or a
-// success after failures. Its
+// 2 ms, its median confirming it), or failing 5 calls in a row, is ejected:
+// it receives only probes. One call in 100 is due as a probe while a
+// replica is ejected, slower than twice the best (by 2 ms) or unfit for the
+// call (the first call with time for the replica's estimate takes it; such
+// replicas take the probes in turn). A replica ejected for failures returns
+// at its first probe that succeeds or answers; one ejected for its latency
+// after 3 probes in a row that succeed fast (within half the latency that
+// ejected it, and twice the best's). So after a fault ends (and the calls
+// the replica held then have ended), a replica is chosen again within
+// 5 × m × probeEvery calls, plus one per caller and one per replica, m the
+// replicas being probed (see package
+// [github.com/timebudget/budget/edge/pick]). Its
 // ejection and recovery are reported as [budget.EventEject] and
 // [budget.EventRecover] events to the observer of the budget of the call
 // that noticed them (see [budget.Note]), and to the observer of a balancer
 // built with [NewBalancerBuilder].
 //
-// The service config may set "probeEvery" (one call in that many may be a
-// probe; default 100) and "ejectFactor" (default 4). Endpoints connect
-// through pick_first children, as round_robin's do.
+// The service config may set "probeEvery" (one call in that many is due as
+// a probe: an integer from 2 to 10000; default 100) and "ejectFactor" (a
+// number above 1 and at most 100; default 4). Any other field, or a value
+// out of range, makes the config invalid, with an error naming it.
+// Endpoints connect through pick_first children, as round_robin's do.
 const BalancerName = "budget_aware"
 
 func init() { balancer.Register(NewBalancerBuilder(BalancerName, nil)) }
@@ -70,24 +104,54 @@ type balancerBuilder struct {
 type balancerConfig struct {
 	serviceconfig.LoadBalancingConfig `json:"-"`
 
-	ProbeEvery  int     `json:"probeEvery,omitempty"`
-	EjectFactor float64 `json:"ejectFactor,omitempty"`
+	ProbeEvery  int     // 0 for the default
+	EjectFactor float64 // 0 for the default
 }
 
 func (b balancerBuilder) Name() string { return b.name }
 
+// rawBalancerConfig is the service config as written: numbers kept as
+// written, so that a value out of range is named as such rather than as a
+// failure to fit a Go type.
+type rawBalancerConfig struct {
+	ProbeEvery  *json.Number `json:"probeEvery"`
+	EjectFactor *json.Number `json:"ejectFactor"`
+}
+
+// ParseConfig parses the balancer's service config strictly: a field it
+// does not know (a misspelt "probeEvry") or a value out of range is an
+// error naming it, never a silent default.
 func (b balancerBuilder) ParseConfig(raw json.RawMessage) (serviceconfig.LoadBalancingConfig, error) {
 	cfg := &balancerConfig{}
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, cfg); err != nil {
-			return nil, fmt.Errorf("grpcbudget: %s balancer config %s: %w", b.name, raw, err)
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return cfg, nil
+	}
+	fail := func(format string, a ...any) error {
+		return fmt.Errorf("grpcbudget: %s balancer config: "+format, append([]any{b.name}, a...)...)
+	}
+	var in rawBalancerConfig
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(&in); err != nil {
+		return nil, fail("%w (the fields are probeEvery and ejectFactor)", err)
+	}
+	if dec.More() {
+		return nil, fail("more than one JSON value")
+	}
+	if in.ProbeEvery != nil {
+		n, err := in.ProbeEvery.Int64()
+		if err != nil || n < pick.MinProbeEvery || n > pick.MaxProbeEvery {
+			return nil, fail("probeEvery is %s, want an integer from %d to %d", *in.ProbeEvery, pick.MinProbeEvery, pick.MaxProbeEvery)
 		}
+		cfg.ProbeEvery = int(n)
 	}
-	if cfg.ProbeEvery < 0 {
-		return nil, fmt.Errorf("grpcbudget: %s balancer config: probeEvery is %d, want 0 (the default) or more", b.name, cfg.ProbeEvery)
-	}
-	if cfg.EjectFactor != 0 && cfg.EjectFactor <= 1 {
-		return nil, fmt.Errorf("grpcbudget: %s balancer config: ejectFactor is %g, want 0 (the default) or more than 1", b.name, cfg.EjectFactor)
+	if in.EjectFactor != nil {
+		f, err := in.EjectFactor.Float64()
+		if err != nil || !(f > 1 && f <= pick.MaxEjectFactor) {
+			return nil, fail("ejectFactor is %s, want a number above 1 and at most %d", *in.EjectFactor, pick.MaxEjectFactor)
+		}
+		cfg.EjectFactor = f
 	}
 	return cfg, nil
 }

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/timebudget/budget/internal/pick"
+	"github.com/timebudget/budget/edge/pick"
 )
 
 // budgetPicker picks among the endpoints that were ready when it was built.
@@ -41,6 +41,7 @@ func (p *budgetPicker) Pick(info balancer.PickInfo) (balancer.PickResult, error)
 	r.Begin()
 	c := newPickedCall()
 	c.chooser, c.rep, c.start, c.probe, c.next = p.chooser, r, now, probe, res.Done
+	c.deadline, c.hasDeadline = ctx.Deadline()
 	res.Done = c.doneFunc
 	return res, nil
 }
@@ -50,9 +51,12 @@ type pickedCall struct {
 	chooser  *pick.Balancer
 	rep      *pick.Replica
 	start    time.Time
+	deadline time.Time // the call's own deadline, if hasDeadline
 	probe    bool
-	next     func(balancer.DoneInfo) // the child picker's own Done, if any
-	doneFunc func(balancer.DoneInfo) // c.done, bound once
+	// hasDeadline: the call had a deadline.
+	hasDeadline bool
+	next        func(balancer.DoneInfo) // the child picker's own Done, if any
+	doneFunc    func(balancer.DoneInfo) // c.done, bound once
 }
 
 var callPool sync.Pool // of *pickedCall
@@ -69,32 +73,41 @@ func newPickedCall() *pickedCall {
 func (c *pickedCall) done(info balancer.DoneInfo) {
 	end := time.Now()
 	chooser, r, start, probe, next := c.chooser, c.rep, c.start, c.probe, c.next
+	deadline, has := c.deadline, c.hasDeadline
 	if r == nil {
 		return // reported twice
 	}
 	*c = pickedCall{doneFunc: c.doneFunc}
 	callPool.Put(c)
-	chooser.Done(r, start, end, probe, resultOf(info.Err))
+	chooser.Done(r, start, end, probe, resultOf(info.Err, pick.CutOff(start, end, deadline, has)))
 	if next != nil {
 		next(info)
 	}
 }
 
-// resultOf says what a call's end tells of its replica: an expiry is a
-// cut-off sample, a cancellation nothing, an unavailable replica or an
-// internal error a failure, and any other answer (an application error
-// included) a latency sample.
-func resultOf(err error) pick.Result {
+// resultOf says what a call's end tells of its replica (see the table in
+// [BalancerName]'s doc). cutOff says the call reached its own deadline.
+func resultOf(err error, cutOff bool) pick.Result {
 	if err == nil {
 		return pick.OK
 	}
-	switch status.Code(err) {
+	code := status.Code(err)
+	if _, ok := status.FromError(err); !ok {
+		code = status.FromContextError(err).Code() // a context's error, bare
+	}
+	switch code {
 	case codes.DeadlineExceeded:
-		return pick.Expired
+		if cutOff {
+			return pick.Expired
+		}
+		return pick.Failed // the replica answered so, with time left: it sheds or its own work timed out
 	case codes.Canceled:
 		return pick.Canceled
-	case codes.Unavailable, codes.Internal, codes.DataLoss:
+	case codes.Unavailable, codes.ResourceExhausted, codes.Unknown, codes.Internal, codes.DataLoss:
 		return pick.Failed
 	}
-	return pick.OK
+	// InvalidArgument, NotFound, AlreadyExists, PermissionDenied,
+	// FailedPrecondition, Aborted, OutOfRange, Unimplemented,
+	// Unauthenticated: the replica answered.
+	return pick.Answered
 }

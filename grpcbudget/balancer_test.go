@@ -44,6 +44,19 @@ func (l *eventLog) Observe(_ context.Context, ev budget.Event) {
 	l.events = append(l.events, ev)
 }
 
+// of returns the events of the replica at addr.
+func (l *eventLog) of(addr string) []budget.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var evs []budget.Event
+	for _, ev := range l.events {
+		if strings.HasSuffix(ev.Stage, " "+addr) {
+			evs = append(evs, ev)
+		}
+	}
+	return evs
+}
+
 func (l *eventLog) count(kind budget.EventKind, addr string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -57,17 +70,22 @@ func (l *eventLog) count(kind budget.EventKind, addr string) int {
 }
 
 // replica is a real gRPC server on loopback whose EmptyCall sleeps for its
-// delay (or until the call's deadline) and counts the calls it receives.
+// delay (or until the call's deadline) and counts the calls it receives;
+// with a code set, it fails every call at once with that code.
 type replica struct {
 	grpc_testing.UnimplementedTestServiceServer
 	addr  string
 	delay atomic.Int64
+	code  atomic.Uint32 // codes.Code; OK for none
 	calls atomic.Int64
 	srv   *grpc.Server
 }
 
 func (r *replica) EmptyCall(ctx context.Context, _ *grpc_testing.Empty) (*grpc_testing.Empty, error) {
 	r.calls.Add(1)
+	if c := codes.Code(r.code.Load()); c != codes.OK {
+		return nil, status.Error(c, "failing at once")
+	}
 	t := time.NewTimer(time.Duration(r.delay.Load()))
 	defer t.Stop()
 	select {
@@ -300,12 +318,147 @@ func TestBalancerBadConfig(t *testing.T) {
 	if !ok {
 		t.Fatal("the balancer parses no config")
 	}
-	for _, raw := range []string{`{"probeEvery":-1}`, `{"ejectFactor":0.5}`, `{"probeEvery":"x"}`} {
-		if _, err := p.ParseConfig([]byte(raw)); err == nil || !strings.Contains(err.Error(), "budget_aware") {
-			t.Errorf("ParseConfig(%s) = %v, want an error naming the balancer", raw, err)
+	for raw, names := range map[string]string{
+		`{"probeEvery":-1}`:                  "probeEvery",
+		`{"ejectFactor":0.5}`:                "ejectFactor",
+		`{"ejectFactor":1000}`:               "ejectFactor",
+		`{"probeEvery":"x"}`:                 "probeEvery",
+		`{"probeEvry":5}`:                    "probeEvry",
+		`{"probeEvery":1}`:                   "probeEvery",
+		`{"probeEvery":0}`:                   "probeEvery",
+		`{"probeEvery":2.5}`:                 "probeEvery",
+		`{"probeEvery":9223372036854775808}`: "probeEvery",
+		`{"probeEvery":10001}`:               "probeEvery",
+		`{"probeEvery":5}{}`:                 "more than one",
+		`[]`:                                 "budget_aware",
+	} {
+		_, err := p.ParseConfig([]byte(raw))
+		if err == nil || !strings.Contains(err.Error(), "budget_aware") || !strings.Contains(err.Error(), names) {
+			t.Errorf("ParseConfig(%s) = %v, want an error naming the balancer and %q", raw, err, names)
 		}
 	}
-	if _, err := p.ParseConfig([]byte(`{"probeEvery":50,"ejectFactor":3}`)); err != nil {
-		t.Errorf("a good config: %v", err)
+	for _, raw := range []string{`{"probeEvery":50,"ejectFactor":3}`, `{}`, ``, `null`, `{"probeEvery":2}`, `{"probeEvery":10000,"ejectFactor":100}`} {
+		if _, err := p.ParseConfig([]byte(raw)); err != nil {
+			t.Errorf("a good config %q: %v", raw, err)
+		}
+	}
+}
+
+// callAll makes n calls from workers goroutines, each with budget, and
+// returns how many failed, whatever the code.
+func callAll(client grpc_testing.TestServiceClient, workers, n int, budget time.Duration) int {
+	var next, failed atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				ctx, cancel := context.WithTimeout(context.Background(), budget)
+				if _, err := client.EmptyCall(ctx, &grpc_testing.Empty{}); err != nil {
+					failed.Add(1)
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	return int(failed.Load())
+}
+
+// A replica that fails every call at once, with DEADLINE_EXCEEDED (what a
+// shedding grpcbudget server answers), UNKNOWN or RESOURCE_EXHAUSTED, is
+// never taken for the fastest: it gets at most 5 % of the calls (it is
+// ejected after a few failures and then gets only probes), at most 10 % of
+// the calls fail, the healthy replicas are not ejected, and once it answers
+// again it gets its share back.
+func TestBalancerFastFailingReplica(t *testing.T) {
+	for _, code := range []codes.Code{codes.DeadlineExceeded, codes.Unknown, codes.ResourceExhausted} {
+		t.Run(code.String(), func(t *testing.T) {
+			// Latencies well above a busy machine's pauses, so that noise
+			// ejects no healthy replica.
+			reps := startReplicas(t, 10*time.Millisecond, 10*time.Millisecond, 10*time.Millisecond)
+			client := dialBalanced(t, testBalancerName, reps)
+			if failed := callAll(client, 8, 300, time.Second); failed > 0 {
+				t.Fatalf("healthy warm-up: %d calls failed", failed)
+			}
+			// Events before the fault (a first call that also set up the
+			// connection may eject a replica for a moment) do not count.
+			ejects := make([]int, len(reps))
+			for i, r := range reps {
+				ejects[i] = balancerEvents.count(budget.EventEject, r.addr)
+			}
+			reps[0].code.Store(uint32(code))
+			const n = 2000
+			before := counts(reps)
+			failed := callAll(client, 8, n, time.Second)
+			each, total := delta(before, counts(reps))
+			t.Logf("replica 0 failing with %v: %v of %d calls, %d failed", code, each, total, failed)
+			if failed > n/10 {
+				t.Errorf("%d of %d calls failed, want at most 10 %%", failed, n)
+			}
+			if each[0] > total/20 {
+				t.Errorf("the failing replica received %d of %d calls, want at most 5 %%", each[0], total)
+			}
+			for i, r := range reps[1:] {
+				if k := balancerEvents.count(budget.EventEject, r.addr) - ejects[i+1]; k > 0 {
+					t.Errorf("healthy replica %s was ejected %d times: %v", r.addr, k, balancerEvents.of(r.addr))
+				}
+			}
+			if balancerEvents.count(budget.EventEject, reps[0].addr) == ejects[0] {
+				t.Error("no ejection event for the failing replica")
+			}
+
+			reps[0].code.Store(uint32(codes.OK))
+			// Probes go one call in 100; the first that succeeds brings
+			// the replica back.
+			if failed := callAll(client, 8, 500, time.Second); failed > 0 {
+				t.Fatalf("after the fault: %d calls failed", failed)
+			}
+			before = counts(reps)
+			callAll(client, 8, 900, time.Second)
+			each, total = delta(before, counts(reps))
+			t.Logf("after the fault: %v of %d calls", each, total)
+			if share := float64(each[0]) / float64(total); share < 0.12 {
+				t.Errorf("the recovered replica received %.1f %% of calls, want at least 12 %% (a fair share is 33 %%)", 100*share)
+			}
+			if balancerEvents.count(budget.EventRecover, reps[0].addr) == 0 {
+				t.Error("no recovery event for the replica")
+			}
+		})
+	}
+}
+
+// A replica that hangs (answers nothing until each call's deadline) gets at
+// most 5 % of the calls, at most 10 % of the calls fail, and once it answers
+// again it gets its share back: probes that answer fast bring it back, and
+// the cut-offs of the calls it held no longer count.
+func TestBalancerHangingReplica(t *testing.T) {
+	reps := startReplicas(t, 10*time.Millisecond, 10*time.Millisecond, 10*time.Millisecond)
+	client := dialBalanced(t, testBalancerName, reps)
+	const budget = 300 * time.Millisecond
+	if failed := callAll(client, 8, 300, budget); failed > 0 {
+		t.Fatalf("healthy warm-up: %d calls failed", failed)
+	}
+	reps[0].delay.Store(int64(time.Hour))
+	const n = 2000
+	before := counts(reps)
+	failed := callAll(client, 8, n, budget)
+	each, total := delta(before, counts(reps))
+	t.Logf("replica 0 hanging: %v of %d calls, %d failed", each, total, failed)
+	if failed > n/10 {
+		t.Errorf("%d of %d calls failed, want at most 10 %%", failed, n)
+	}
+	if each[0] > total/20 {
+		t.Errorf("the hanging replica received %d of %d calls, want at most 5 %%", each[0], total)
+	}
+	reps[0].delay.Store(int64(10 * time.Millisecond))
+	// The bound: 5 × 100 calls, plus one per caller and per replica, once
+	// the calls it held (300 ms at most) have ended.
+	callAll(client, 8, 1000, budget)
+	before = counts(reps)
+	callAll(client, 8, 900, budget)
+	each, total = delta(before, counts(reps))
+	t.Logf("after the fault: %v of %d calls", each, total)
+	if share := float64(each[0]) / float64(total); share < 0.12 {
+		t.Errorf("the recovered replica received %.1f %% of calls, want at least 12 %% (a fair share is 33 %%)", 100*share)
 	}
 }

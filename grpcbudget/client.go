@@ -140,7 +140,7 @@ func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 // library's metadata. cancel is nil when the context was not derived.
 func (c *client) outgoing(ctx context.Context, method string) (context.Context, context.CancelFunc, error) {
 	ctx = withCriticality(ctx)
-	call, ok, err := edge.Send(ctx, method, edge.Outbound{Transit: c.cfg.transit, MinUseful: c.cfg.minUseful})
+	call, ok, err := edge.Send(ctx, c.cfg.stageOf(method), edge.Outbound{Transit: c.cfg.transit, MinUseful: c.cfg.minUseful})
 	if !ok || err != nil {
 		return ctx, nil, err
 	}

@@ -3,12 +3,11 @@ package grpcbudget
 import (
 	"context"
 	"errors"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/edge"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -47,7 +46,7 @@ func CodeOf(ctx context.Context, err error) codes.Code {
 		return codes.OK
 	}
 	code := codeOf(err)
-	if code == codes.Canceled && deadlinePassed(ctx) {
+	if code == codes.Canceled && edge.DeadlinePassed(ctx) {
 		return codes.DeadlineExceeded
 	}
 	return code
@@ -60,7 +59,7 @@ func codeOf(err error) codes.Code {
 	switch {
 	case errors.Is(err, wire.ErrMalformed):
 		return codes.InvalidArgument
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, budget.ErrInsufficient), errors.Is(err, wire.ErrShed):
+	case edge.IsExpiry(err):
 		return codes.DeadlineExceeded
 	}
 	if code, ok := statusCode(err); ok {
@@ -95,18 +94,6 @@ func statusCode(err error) (codes.Code, bool) {
 		}
 	}
 	return 0, false
-}
-
-// deadlinePassed reports whether ctx's deadline, if any, has passed.
-func deadlinePassed(ctx context.Context) bool {
-	if ctx == nil {
-		return false
-	}
-	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
-		return true
-	}
-	dl, ok := ctx.Deadline()
-	return ok && !time.Now().Before(dl)
 }
 
 // codedError is an error with a gRPC status code that keeps the error it

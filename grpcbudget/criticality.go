@@ -46,12 +46,17 @@ func (s *server) request(ctx context.Context, method string, md metadata.MD, now
 	return req
 }
 
+// probeKey is [wire.HeaderBudgetProbe] as gRPC metadata spells it.
+const probeKey = "budget-probe"
+
 // withCriticality adds the class ctx carries to its outgoing metadata, unless
-// it is the default class.
+// it is the default class, and the probe mark when ctx is marked as a probe.
 func withCriticality(ctx context.Context) context.Context {
-	v, ok := edge.CriticalityValue(ctx)
-	if !ok {
-		return ctx
+	if v, ok := edge.CriticalityValue(ctx); ok {
+		ctx = metadata.AppendToOutgoingContext(ctx, criticalityKey, v)
 	}
-	return metadata.AppendToOutgoingContext(ctx, criticalityKey, v)
+	if v, ok := edge.ProbeValue(ctx); ok {
+		ctx = metadata.AppendToOutgoingContext(ctx, probeKey, v)
+	}
+	return ctx
 }

@@ -29,7 +29,7 @@ func (exampleService) EmptyCall(ctx context.Context, _ *grpc_testing.Empty) (*gr
 func ExampleUnaryServerInterceptor() {
 	// What grpc-go cannot say on its own: at most 2 s whatever the client
 	// asks, nothing started with under 50 ms, 100 ms kept to answer.
-	policy := &wire.Policy{Max: 2 * time.Second, Min: 50 * time.Millisecond, Reserve: 100 * time.Millisecond}
+	policy := &wire.Policy{Max: 2 * time.Second, Min: 50 * time.Millisecond, AnswerMargin: 100 * time.Millisecond}
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(
 		grpcbudget.UnaryServerInterceptor(grpcbudget.WithPolicy(policy), grpcbudget.WithStage("checkout"))))
 	grpc_testing.RegisterTestServiceServer(srv, exampleService{})

@@ -92,7 +92,7 @@ func TestServerKeepsAnAnswerMargin(t *testing.T) {
 		{"fixed", []grpcbudget.ServerOption{grpcbudget.WithAnswerMargin(3 * ms)}, 97 * ms},
 		{"fixed, at most 1/10 of the time left", []grpcbudget.ServerOption{grpcbudget.WithAnswerMargin(50 * ms)}, 90 * ms},
 		{"off", []grpcbudget.ServerOption{grpcbudget.WithAnswerMargin(-1)}, 100 * ms},
-		{"a larger reserve wins", []grpcbudget.ServerOption{grpcbudget.WithPolicy(&wire.Policy{Reserve: 5 * ms})}, 95 * ms},
+		{"a larger reserve wins", []grpcbudget.ServerOption{grpcbudget.WithPolicy(&wire.Policy{AnswerMargin: 5 * ms})}, 95 * ms},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -37,7 +37,7 @@ func FuzzServerInterceptor(f *testing.F) {
 	for _, trust := range trusts {
 		var pair [2]variant
 		for i, strict := range []bool{false, true} {
-			p := wire.Policy{Max: max, Min: time.Millisecond, Reserve: time.Millisecond, Trust: trust, Strict: strict}
+			p := wire.Policy{Max: max, Min: time.Millisecond, AnswerMargin: time.Millisecond, Trust: trust, Strict: strict}
 			pair[i] = variant{strict, grpcbudget.UnaryServerInterceptor(grpcbudget.WithPolicy(&p))}
 		}
 		variants = append(variants, pair)

@@ -80,11 +80,11 @@ func TestWithPolicyPanicsOnAnInvalidPolicy(t *testing.T) {
 			defer func() {
 				err, _ := recover().(error)
 				if !errors.Is(err, budget.ErrMisconfigured) || !errors.Is(err, wire.ErrInvalidPolicy) ||
-					!strings.Contains(err.Error(), "Policy.Reserve") {
-					t.Errorf("%s: panic value %v; want an error naming Policy.Reserve", name, err)
+					!strings.Contains(err.Error(), "Policy.AnswerMargin") {
+					t.Errorf("%s: panic value %v; want an error naming Policy.AnswerMargin", name, err)
 				}
 			}()
-			build(grpcbudget.WithPolicy(&wire.Policy{Reserve: -ms}))
+			build(grpcbudget.WithPolicy(&wire.Policy{AnswerMargin: -ms}))
 			t.Errorf("%s: an invalid policy was accepted", name)
 		}()
 	}

@@ -19,7 +19,7 @@ import (
 // the client gets DEADLINE_EXCEEDED in time.
 func TestInteropPlainClientToOurServer(t *testing.T) {
 	t.Parallel()
-	p := grpcbudget.WithPolicy(&wire.Policy{Reserve: 5 * ms})
+	p := grpcbudget.WithPolicy(&wire.Policy{AnswerMargin: 5 * ms})
 	c, svc := serve(t, withServer(grpcbudget.UnaryServerInterceptor(p), grpcbudget.StreamServerInterceptor(p)))
 	ctx, cancel := context.WithTimeout(context.Background(), 80*ms)
 	defer cancel()

@@ -2,10 +2,10 @@ package grpcbudget
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/edge"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -38,6 +38,7 @@ type clientConfig struct {
 	metadata  bool
 	ops       func(fullMethod string) *budget.Op
 	stream    streamConfig
+	stage     string
 }
 
 type serverOption func(*serverConfig)
@@ -69,14 +70,7 @@ func (o bothOption) applyClient(c *clientConfig) { o.client(c) }
 // [wire.ErrInvalidPolicy] that names the field, before any call is served.
 // Call Validate first to handle the mistake as an error instead.
 func WithPolicy(p *wire.Policy) ServerOption {
-	return serverOption(func(c *serverConfig) {
-		s := new(wire.Switch)
-		if err := s.Store(p); err != nil {
-			// A setup mistake, caught before any call.
-			panic(fmt.Errorf("grpcbudget: %w: %w", budget.ErrMisconfigured, err))
-		}
-		c.policy = s
-	})
+	return serverOption(func(c *serverConfig) { c.policy = edge.PolicySwitch("grpcbudget", p) })
 }
 
 // WithSwitch reads the inbound policy from s on every call, so an operator
@@ -161,4 +155,20 @@ func WithMinUseful(d time.Duration) ClientOption {
 // entries cost four allocations per call.
 func WithBudgetMetadata() ClientOption {
 	return clientOption(func(c *clientConfig) { c.metadata = true })
+}
+
+// WithClientStage names the stage of the client's local refusals in errors
+// and the ledger, as httpbudget's WithClientStage does. The default is the
+// call's full method ("/pkg.Service/Method"); a name is what a dashboard should
+// show when the method names say too much or too little.
+func WithClientStage(name string) ClientOption {
+	return clientOption(func(c *clientConfig) { c.stage = name })
+}
+
+// stageOf is the stage of a call to method.
+func (c *clientConfig) stageOf(method string) string {
+	if c.stage != "" {
+		return c.stage
+	}
+	return method
 }

@@ -2,7 +2,6 @@ package grpcbudget
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"google.golang.org/grpc"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/edge"
-	"github.com/timebudget/budget/internal/margin"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -26,7 +24,7 @@ import (
 // incoming metadata and, when the policy trusts grpc-timeout, the deadline
 // grpc-go derived from it, so that every trusted source counts
 // (grpc-timeout, Request-Timeout-Ms, Request-Deadline, ...) and the strictest
-// wins; it then applies Max, Default, Min, Reserve and the malformed-value
+// wins; it then applies Max, Default, Min, AnswerMargin and the malformed-value
 // rule ([wire.Policy.Decide]), and either
 //
 //   - refuses the call, without running the handler: DEADLINE_EXCEEDED when
@@ -45,7 +43,7 @@ import (
 // call with INTERNAL first.
 //
 // The handler's deadline is the caller's less the larger of the policy's
-// Reserve and the answer margin ([WithAnswerMargin]; by default adaptive, 1
+// AnswerMargin and the answer margin ([WithAnswerMargin]; by default adaptive, 1
 // to 10 ms and at most 1/10 of the time left), so that the handler stops,
 // and its status reaches the caller, before the caller stops waiting.
 //
@@ -85,7 +83,7 @@ func StreamServerInterceptor(opts ...ServerOption) grpc.StreamServerInterceptor 
 
 type server struct {
 	cfg     serverConfig
-	margin  *margin.Keeper
+	margin  *edge.MarginKeeper
 	arrival edge.Arrival // Stage is set per call
 }
 
@@ -96,11 +94,8 @@ func newServer(opts []ServerOption) *server {
 			o.applyServer(&cfg)
 		}
 	}
-	if cfg.policy == nil {
-		cfg.policy = new(wire.Switch)
-		cfg.policy.Store(&wire.Policy{})
-	}
-	k := margin.New(cfg.margin)
+	cfg.policy = edge.OrDefault(cfg.policy)
+	k := edge.NewMarginKeeper(cfg.margin)
 	return &server{cfg: cfg, margin: k, arrival: edge.Arrival{Adapter: "grpcbudget",
 		Observer: cfg.observer, LedgerCapacity: cfg.ledgerCap, Margin: k}}
 }
@@ -114,16 +109,12 @@ func (s *server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 		defer cancel()
 	}
 	var resp any
-	if op := s.op(info.FullMethod); op != nil {
-		err = op.Do(bctx, func(ctx context.Context) error {
-			var err error
-			resp, err = handler(ctx, req)
-			return err
-		})
-	} else {
-		resp, err = handler(bctx, req)
-	}
-	s.learn(bctx)
+	err = edge.Run(bctx, s.op(info.FullMethod), func(ctx context.Context) error {
+		var err error
+		resp, err = handler(ctx, req)
+		return err
+	})
+	s.margin.Learn(bctx)
 	if err != nil {
 		return resp, toStatus(bctx, err)
 	}
@@ -163,26 +154,11 @@ func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	if idle != nil {
 		err = idle.end(err)
 	}
-	s.learn(bctx)
+	s.margin.Learn(bctx)
 	if err == nil {
 		return s.finish(bctx, method)
 	}
 	return toStatus(bctx, err)
-}
-
-// learn teaches the answer margin how late after its deadline a handler
-// returned, whether its budget's timer ended it or its caller left first:
-// on a starved machine the caller's cancellation can run before the
-// budget's own timer, and that is the lateness most worth learning.
-func (s *server) learn(ctx context.Context) {
-	if ctx.Err() == nil {
-		return
-	}
-	if deadline, ok := ctx.Deadline(); ok {
-		if late := time.Since(deadline); late > 0 {
-			s.margin.Observe(late)
-		}
-	}
 }
 
 // finish checks a handler that returned a nil error. When its budget had run
@@ -192,26 +168,15 @@ func (s *server) learn(ctx context.Context) {
 // status, which comes last, says the stream was cut short. A call canceled by
 // its caller is left alone.
 func (s *server) finish(ctx context.Context, method string) error {
-	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return nil
+	if err := edge.Late(ctx, s.stage(method)); err != nil {
+		return &codedError{code: codes.DeadlineExceeded, err: err}
 	}
-	return &codedError{code: codes.DeadlineExceeded,
-		err: &budget.Error{Stage: s.stage(method), Outcome: budget.OutcomeExpired, Err: context.DeadlineExceeded}}
+	return nil
 }
 
-func (s *server) op(method string) *budget.Op {
-	if s.cfg.ops == nil {
-		return nil
-	}
-	return s.cfg.ops(method)
-}
+func (s *server) op(method string) *budget.Op { return edge.OpOf(s.cfg.ops, method) }
 
-func (s *server) stage(method string) string {
-	if s.cfg.stage != "" {
-		return s.cfg.stage
-	}
-	return method
-}
+func (s *server) stage(method string) string { return edge.Named(s.cfg.stage, method) }
 
 // arrive applies the policy to a call arriving with ctx. It returns the
 // context the handler runs in and, when a budget was started, its cancel
@@ -223,11 +188,7 @@ func (s *server) arrive(ctx context.Context, method string) (context.Context, co
 		return ctx, nil, nil
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
-	trust := p.Trust
-	if trust == 0 {
-		trust = wire.SourcesDefault
-	}
-	if dl, ok := ctx.Deadline(); ok && trust.Has(wire.SourceGRPCTimeout) {
+	if dl, ok := ctx.Deadline(); ok && p.Trusts(wire.SourceGRPCTimeout) {
 		// grpc-go consumed grpc-timeout; carry its deadline over so that it
 		// competes with the other sources. md is our own copy.
 		v, ok := wire.FormatGRPCTimeout(dl.Sub(now))

@@ -38,6 +38,23 @@ var ErrUpstreamExpired = errors.New("httpbudget: upstream refused: budget spent"
 //     [ErrUpstreamExpired] and [context.DeadlineExceeded], marked
 //     [budget.Permanent] so no retry loop retries it, closing its body.
 //
+// With or without a deadline, it sends the idempotency key the request's
+// context carries ([budget.WithIdempotencyKey]) as Idempotency-Key, unless
+// the request has one of its own, so that every attempt and hedge of a call
+// carries the same key. It classifies every error it returns with how far
+// the request got ([budget.SentOf]), which [budget.Retry] reads so as not to
+// repeat a request that may have run: [budget.NotSent] for a local refusal
+// and for an error before any connection was obtained for the request (a
+// refused dial, a DNS failure); [budget.MaybeExecuted] once a connection was
+// obtained, and for any error it cannot place; [budget.Executed] for the
+// error made from a Budget-Expired answer. That answer does not tell a
+// refusal on arrival from a handler that ran out of time, so the Transport
+// never reports [budget.ServerRefused]. Its errors report Idempotent() true
+// for requests idempotent by net/http's rule (GET, HEAD, OPTIONS, TRACE, or
+// an Idempotency-Key header), which Retry retries whatever their
+// classification; for other requests, telling whether a connection was
+// obtained takes a [net/http/httptrace.ClientTrace]: four allocations more.
+//
 // It makes no retries of its own. Toward a host that has shown it honours
 // the budget, after one of its requests ran out of time in flight, it
 // lingers for the late answers of the next ones, keeping their connections;
@@ -97,10 +114,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}
-		return nil, err
+		return nil, notSent(err, req)
 	}
 	if !ok {
-		return base.RoundTrip(withCriticality(req))
+		return passThrough(base, req)
 	}
 	deadline := call.Reading.Deadline
 	var x *exchange
@@ -129,6 +146,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.Header[wire.HeaderRequestAttempt] = []string{string(v)}
 	}
 	setCriticality(ctx, out.Header)
+	setIdempotencyKey(ctx, out.Header)
 	if t.cfg.connect {
 		if v, ok := wire.FormatConnectTimeout(call.Left); ok {
 			out.Header[wire.HeaderConnectTimeout] = []string{v}
@@ -140,11 +158,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	var resp *http.Response
+	out, st := traced(out)
 	if x != nil {
 		resp, err = x.roundTrip(ctx, base, out)
 	} else {
 		resp, err = base.RoundTrip(out)
 	}
+	err = classify(err, out, base, st, x != nil && err != nil && err == ctx.Err())
 	if err != nil && ctx.Err() == context.DeadlineExceeded {
 		t.expiredInFlight(hostOf(req), time.Now())
 	}
@@ -161,7 +181,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		_ = resp.Body.Close()
 		return nil, &budget.Error{Stage: stage, Outcome: budget.OutcomeExpired, Remaining: time.Until(deadline),
-			Err: budget.Permanent(ErrUpstreamExpired)}
+			Err: budget.Permanent(executed(ErrUpstreamExpired, out))}
 	}
 	return resp, nil
 }

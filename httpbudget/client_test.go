@@ -174,7 +174,7 @@ func TestChainSpendsTheBudgetDown(t *testing.T) {
 		req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, svc.URL, nil)
 		resp, err := client.Do(req)
 		if err != nil {
-			http.Error(w, err.Error(), httpbudget.StatusOf(err))
+			http.Error(w, err.Error(), httpbudget.StatusOf(r.Context(), err))
 			return
 		}
 		_ = resp.Body.Close()

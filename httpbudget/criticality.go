@@ -46,10 +46,12 @@ func (h *handler) request(r *http.Request, now time.Time) edge.Request {
 var (
 	criticalValue  = []string{"critical"}[:1:1]
 	sheddableValue = []string{"sheddable"}[:1:1]
+	probeValue     = []string{wire.ProbeValue}[:1:1]
 )
 
 // setCriticality writes the class ctx carries into h, the header of a request
-// the Transport owns; the default class is not sent. It does not allocate.
+// the Transport owns, and the probe mark when ctx is marked as a probe; the
+// default class is not sent. It does not allocate.
 func setCriticality(ctx context.Context, h http.Header) {
 	switch budget.CriticalityFrom(ctx) {
 	case budget.Critical:
@@ -57,12 +59,17 @@ func setCriticality(ctx context.Context, h http.Header) {
 	case budget.Sheddable:
 		h[wire.HeaderRequestCriticality] = sheddableValue
 	}
+	if budget.IsProbe(ctx) {
+		h[wire.HeaderBudgetProbe] = probeValue
+	}
 }
 
 // withCriticality returns req, or a copy carrying the class of its context
-// when that is not the default, for a request sent without a deadline.
+// when that is not the default and its probe mark, for a request sent
+// without a deadline.
 func withCriticality(req *http.Request) *http.Request {
-	if _, ok := edge.CriticalityValue(req.Context()); !ok {
+	_, class := edge.CriticalityValue(req.Context())
+	if _, probe := edge.ProbeValue(req.Context()); !class && !probe {
 		return req
 	}
 	out := new(http.Request)

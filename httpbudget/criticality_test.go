@@ -136,7 +136,7 @@ func TestAdmissionShedsByClass(t *testing.T) {
 			if strings.HasSuffix(r.URL.Path, "/block") {
 				<-release
 			}
-		}), httpbudget.WithAdmission(&budget.Op{Name: "handler", Limit: 4}), httpbudget.WithClassifier(byPath))
+		}), httpbudget.WithAdmission(only(&budget.Op{Name: "handler", Limit: 4})), httpbudget.WithClassifier(byPath))
 		serve := func(path string) *httptest.ResponseRecorder {
 			rec := httptest.NewRecorder()
 			r := httptest.NewRequest(http.MethodGet, path, nil)
@@ -183,7 +183,7 @@ func TestAdmissionUnderOverloadKeepsCriticalRequests(t *testing.T) {
 			cores <- struct{}{}
 			time.Sleep(work)
 			<-cores
-		}), httpbudget.WithAdmission(&budget.Op{Name: "backend", Limit: 32}), httpbudget.WithClassifier(byPath),
+		}), httpbudget.WithAdmission(only(&budget.Op{Name: "backend", Limit: 32})), httpbudget.WithClassifier(byPath),
 			httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Max: 300 * time.Millisecond}))
 		paths := []string{"/checkout", "/other", "/prefetch"}
 		var mu sync.Mutex
@@ -270,3 +270,6 @@ func TestCriticalityContextPrecedence(t *testing.T) {
 		})
 	}
 }
+
+// only is the lookup of a handler with one op.
+func only(op *budget.Op) func(string) *budget.Op { return func(string) *budget.Op { return op } }

@@ -28,7 +28,7 @@ func ExampleDebugPage() {
 
 	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		err := pricing.Do(r.Context(), func(context.Context) error { return nil })
-		w.WriteHeader(httpbudget.StatusOf(err))
+		w.WriteHeader(httpbudget.StatusOf(r.Context(), err))
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/quote", httpbudget.NewHandler(app, httpbudget.WithObserver(debug.Observer())))

@@ -18,5 +18,13 @@
 // builds an http.Transport whose connect, TLS and response-header phases are
 // bounded by the request's budget as well as by fixed caps.
 //
+// Retries do not duplicate work. The Transport sends a call's idempotency key
+// ([budget.WithIdempotencyKey]) as Idempotency-Key on every attempt, and
+// tells in each error it returns whether the request may have run
+// ([budget.SentOf]), so that a [budget.Retry] repeats only what is safe to
+// repeat. On the server, [Idempotent] runs a handler at most once per key
+// and answers repeats with the first answer, from an [IdempotencyStore]
+// ([MemoryIdempotencyStore] in one process).
+//
 // The package depends only on the standard library and this module.
 package httpbudget

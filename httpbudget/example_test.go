@@ -21,7 +21,7 @@ func ExampleNewHandler() {
 		io.WriteString(w, "handler has "+left.Round(100*time.Millisecond).String()+"\n")
 	})
 	h := httpbudget.NewHandler(handler, httpbudget.WithStage("checkout"),
-		httpbudget.WithPolicy(&wire.Policy{Max: 2 * time.Second, Min: 50 * time.Millisecond, Reserve: 100 * time.Millisecond}))
+		httpbudget.WithPolicy(&wire.Policy{Max: 2 * time.Second, Min: 50 * time.Millisecond, AnswerMargin: 100 * time.Millisecond}))
 
 	for _, timeout := range []string{"5000", "20"} {
 		req := httptest.NewRequest(http.MethodGet, "/checkout", nil)

@@ -126,7 +126,7 @@ func TestHandlerKeepsAnAnswerMargin(t *testing.T) {
 		{"at most 1/10 of a small budget", nil, "8", 7200 * time.Microsecond},
 		{"fixed", []httpbudget.ServerOption{httpbudget.WithAnswerMargin(3 * time.Millisecond)}, "100", 97 * time.Millisecond},
 		{"off", []httpbudget.ServerOption{httpbudget.WithAnswerMargin(-1)}, "100", 100 * time.Millisecond},
-		{"a larger reserve wins", []httpbudget.ServerOption{httpbudget.WithPolicy(&wire.Policy{Reserve: 5 * time.Millisecond})}, "100", 95 * time.Millisecond},
+		{"a larger reserve wins", []httpbudget.ServerOption{httpbudget.WithPolicy(&wire.Policy{AnswerMargin: 5 * time.Millisecond})}, "100", 95 * time.Millisecond},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

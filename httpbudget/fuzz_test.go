@@ -21,7 +21,7 @@ func FuzzHandler(f *testing.F) {
 	f.Add("5,  300 ,x", "1700000000000", "0n", ",,,,", "-1", "+5", "１２３", "0", false)
 	f.Add("", "", "2S", "", "", "", "", "3", true)
 	const max = time.Second
-	policy := wire.Policy{Max: max, Min: time.Millisecond, Reserve: time.Millisecond, Trust: wire.SourcesAll}
+	policy := wire.Policy{Max: max, Min: time.Millisecond, AnswerMargin: time.Millisecond, Trust: wire.SourcesAll}
 	strictPolicy := policy
 	strictPolicy.Strict = true
 

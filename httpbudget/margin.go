@@ -6,12 +6,12 @@ import "time"
 // deadline so that, when the handler runs out of budget, the 504 the
 // middleware answers reaches the caller before the caller's own deadline.
 // The handler's deadline is the caller's less the larger of the margin and
-// the policy's Reserve.
+// the policy's AnswerMargin.
 //
 // The default (zero) is adaptive: 1 ms plus four times a peak-following average
 // of how late, after a handler's deadline, this handler's answers leave,
 // at most 10 ms. A positive d is a fixed margin; a negative d holds back
-// nothing but Reserve, so every hop of a request expires at the same
+// nothing but AnswerMargin, so every hop of a request expires at the same
 // instant. Either way the margin is at most 1/10 of the caller's
 // time left, so it never eats a meaningful share of a small budget.
 //

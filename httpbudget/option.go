@@ -1,11 +1,11 @@
 package httpbudget
 
 import (
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/edge"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -23,7 +23,7 @@ type handlerConfig struct {
 	ledgerCap    int
 	margin       time.Duration
 	classify     func(*http.Request) budget.Criticality // see WithClassifier
-	op           *budget.Op                             // see WithAdmission
+	ops          func(stage string) *budget.Op          // see WithAdmission
 }
 
 type clientConfig struct {
@@ -57,20 +57,8 @@ func (f clientOption) applyClient(c *clientConfig) { f(c) }
 // names the field, before any request is served. Call Validate first to
 // handle the mistake as an error instead.
 func WithPolicy(p *wire.Policy) ServerOption {
-	return handlerOption(func(c *handlerConfig) {
-		s := new(wire.Switch)
-		if err := s.Store(p); err != nil {
-			// As NewHandler(nil) does: a setup mistake, caught before any request.
-			panic(invalidPolicy(err))
-		}
-		c.policy = s
-	})
-}
-
-// invalidPolicy is the error a constructor panics with for a policy that
-// wire.Policy.Validate rejects.
-func invalidPolicy(err error) error {
-	return fmt.Errorf("httpbudget: %w: %w", budget.ErrMisconfigured, err)
+	// As NewHandler(nil) does: a setup mistake panics, before any request.
+	return handlerOption(func(c *handlerConfig) { c.policy = edge.PolicySwitch("httpbudget", p) })
 }
 
 // WithSwitch reads the inbound policy from s on every request, so an operator

@@ -5,20 +5,14 @@ import (
 	"net/http"
 
 	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/edge"
 	"github.com/timebudget/budget/internal/redact"
 	"github.com/timebudget/budget/wire"
 )
 
-// Public texts of WriteError, one per status: they say what happened, never
-// why in the service's own words.
-const (
-	textExpired   = "the request ran out of time"
-	textMalformed = "malformed deadline header"
-	textInternal  = "internal server error"
-)
-
 // WriteError writes the answer a client outside the service may see for a
-// handler's error: the status [StatusOf] maps err to, a generic one-line
+// handler's error: the status [StatusOf] maps err to (by err alone: a
+// cancellation is a 500), a generic one-line
 // text for that status ("the request ran out of time" for 504, "malformed
 // deadline header" for 400, "internal server error" otherwise), and, for a
 // 504, a Budget-Expired header naming the stage of the [*budget.Error] in
@@ -26,7 +20,7 @@ const (
 // does not retry. A nil err is answered as an internal error: a handler
 // calls WriteError only when something failed.
 //
-// Use it where http.Error(w, err.Error(), StatusOf(err)) would send the
+// Use it where http.Error(w, err.Error(), StatusOf(ctx, err)) would send the
 // error's message: that message is for logs, and says too much to the
 // public. A Transport's error quotes the whole upstream URL, query string
 // included; a database driver's quotes the failed statement. Log err in
@@ -36,18 +30,18 @@ const (
 // does not end the handler, and the handler should write nothing more. It
 // costs what http.Error does, plus one errors.As.
 func WriteError(w http.ResponseWriter, err error) {
-	status := StatusOf(err)
-	text := textInternal
+	status := statusOf(err)
+	text := edge.PublicInternal
 	switch status {
 	case http.StatusGatewayTimeout:
-		text = textExpired
+		text = edge.PublicExpired
 		stage := "request"
 		if be, ok := errors.AsType[*budget.Error](err); ok && be != nil && be.Stage != "" {
 			stage = redact.String(be.Stage)
 		}
 		w.Header().Set(wire.HeaderBudgetExpired, wire.FormatBudgetExpired(stage))
 	case http.StatusBadRequest:
-		text = textMalformed
+		text = edge.PublicMalformed
 	default:
 		status = http.StatusInternalServerError
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/edge"
-	"github.com/timebudget/budget/internal/margin"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -28,7 +27,7 @@ import (
 //     refused with 400 Bad Request and a body naming the header.
 //   - otherwise next runs with a context carrying the request's budget and
 //     its ledger. The budget's deadline is the caller's less the larger of
-//     the policy's Reserve and the answer margin ([WithAnswerMargin]; by
+//     the policy's AnswerMargin and the answer margin ([WithAnswerMargin]; by
 //     default adaptive, 1 to 10 ms and at most 1/10 of the time left), so
 //     that the handler stops, and its answer reaches the caller, before the
 //     caller stops waiting.
@@ -74,11 +73,8 @@ func NewHandler(next http.Handler, opts ...ServerOption) http.Handler {
 			o.applyHandler(&cfg)
 		}
 	}
-	if cfg.policy == nil {
-		cfg.policy = new(wire.Switch)
-		cfg.policy.Store(&wire.Policy{})
-	}
-	k := margin.New(cfg.margin)
+	cfg.policy = edge.OrDefault(cfg.policy)
+	k := edge.NewMarginKeeper(cfg.margin)
 	return &handler{next: next, cfg: cfg, margin: k, arrival: edge.Arrival{Adapter: "httpbudget", Stage: cfg.stage,
 		Observer: cfg.observer, LedgerCapacity: cfg.ledgerCap, Margin: k}}
 }
@@ -86,7 +82,7 @@ func NewHandler(next http.Handler, opts ...ServerOption) http.Handler {
 type handler struct {
 	next    http.Handler
 	cfg     handlerConfig
-	margin  *margin.Keeper
+	margin  *edge.MarginKeeper
 	arrival edge.Arrival
 }
 
@@ -151,7 +147,7 @@ func (h *handler) finish(ctx context.Context, aw *answerWriter, r *http.Request)
 
 // refuse answers a request the policy refused, without running the handler.
 func (h *handler) refuse(w http.ResponseWriter, r *http.Request, dec wire.Decision, err error) {
-	status, body := StatusOf(err), ""
+	status, body := statusOf(err), ""
 	switch dec.Reason {
 	case wire.ReasonMalformed:
 		body = err.Error()
@@ -206,14 +202,30 @@ func isConnectUnary(r *http.Request) bool {
 // out (an expiry, a refusal for lack of time here or upstream), 400 Bad
 // Request for a malformed deadline header, 500 for anything else and 200 for
 // nil. It is the one place this package maps errors to statuses.
-func StatusOf(err error) int {
+//
+// A [context.Canceled] that comes after ctx's deadline has passed is a 504
+// too: when a deadline fires, the code that notices first cancels what it
+// waits on, and the cause was the deadline. ctx is the request's context on
+// a server, the caller's on a client. It takes the same arguments as
+// grpcbudget's and connectbudget's CodeOf.
+func StatusOf(ctx context.Context, err error) int {
+	if status := statusOf(err); status != http.StatusInternalServerError || !errors.Is(err, context.Canceled) {
+		return status
+	}
+	if edge.DeadlinePassed(ctx) {
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}
+
+// statusOf is StatusOf for an error alone.
+func statusOf(err error) int {
 	switch {
 	case err == nil:
 		return http.StatusOK
 	case errors.Is(err, wire.ErrMalformed):
 		return http.StatusBadRequest
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, budget.ErrInsufficient),
-		errors.Is(err, wire.ErrShed), errors.Is(err, ErrUpstreamExpired):
+	case edge.IsExpiry(err), errors.Is(err, ErrUpstreamExpired):
 		return http.StatusGatewayTimeout
 	}
 	return http.StatusInternalServerError

@@ -58,7 +58,7 @@ func TestHandlerAppliesThePolicy(t *testing.T) {
 		{"nothing sent, no default", &wire.Policy{}, nil, 200, true, false, 0},
 		{"nothing sent, default", &wire.Policy{Default: 800 * ms}, nil, 200, true, true, 800 * ms},
 		{"timeout sent", &wire.Policy{}, map[string]string{"Request-Timeout-Ms": "500"}, 200, true, true, 500 * ms},
-		{"reserve kept back", &wire.Policy{Reserve: 100 * ms}, map[string]string{"Request-Timeout-Ms": "500"}, 200, true, true, 400 * ms},
+		{"reserve kept back", &wire.Policy{AnswerMargin: 100 * ms}, map[string]string{"Request-Timeout-Ms": "500"}, 200, true, true, 400 * ms},
 		{"clamped to max", &wire.Policy{Max: 200 * ms}, map[string]string{"Request-Timeout-Ms": "90000"}, 200, true, true, 200 * ms},
 		{"strictest wins", &wire.Policy{}, map[string]string{"Request-Timeout-Ms": "900", "Grpc-Timeout": "300m", "Connect-Timeout-Ms": "600"}, 200, true, true, 300 * ms},
 		{"edge trusts nobody", &wire.Policy{Trust: wire.SourcesNone, Default: time.Second}, map[string]string{"Request-Timeout-Ms": "5"}, 200, true, true, time.Second},
@@ -177,9 +177,18 @@ func TestStatusOf(t *testing.T) {
 		&budget.Error{Outcome: budget.OutcomeExpired}: 504,
 	}
 	for err, want := range cases {
-		if got := httpbudget.StatusOf(err); got != want {
+		if got := httpbudget.StatusOf(context.Background(), err); got != want {
 			t.Errorf("StatusOf(%v) = %d, want %d", err, got, want)
 		}
+	}
+	// A cancellation after the deadline is the deadline's doing.
+	past, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if got := httpbudget.StatusOf(past, context.Canceled); got != 504 {
+		t.Errorf("StatusOf(past deadline, Canceled) = %d, want 504", got)
+	}
+	if got := httpbudget.StatusOf(context.Background(), context.Canceled); got != 500 {
+		t.Errorf("StatusOf(no deadline, Canceled) = %d, want 500", got)
 	}
 }
 

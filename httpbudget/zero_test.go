@@ -49,7 +49,7 @@ func TestZeroValues(t *testing.T) {
 			httpbudget.NewHandler(ok, httpbudget.WithStage("")).ServeHTTP(rec, r)
 			return rec.Code == http.StatusGatewayTimeout && rec.Header().Get("Budget-Expired") == "unknown"
 		}},
-		{"StatusOf(nil)", func() bool { return httpbudget.StatusOf(nil) == http.StatusOK }},
+		{"StatusOf(nil)", func() bool { return httpbudget.StatusOf(context.Background(), nil) == http.StatusOK }},
 		{"ErrUpstreamExpired", func() bool { return httpbudget.ErrUpstreamExpired != nil }},
 		{"Limits.Validate", func() bool { return httpbudget.Limits{}.Validate() == nil }},
 		{"NewBaseTransport(Limits{})", func() bool {

@@ -2,7 +2,7 @@ package otelbudget
 
 import (
 	"context"
-	"fmt"
+	"runtime"
 	"time"
 
 	"go.opentelemetry.io/otel/baggage"
@@ -78,14 +78,7 @@ func (f propagatorOption) applyPropagator(p *Propagator) { f(p) }
 // a setup mistake caught before any request; call Validate first to handle
 // it as an error.
 func WithPolicy(p *wire.Policy) PropagatorOption {
-	return propagatorOption(func(prop *Propagator) {
-		s := new(wire.Switch)
-		if err := s.Store(p); err != nil {
-			// A setup mistake, caught before any request.
-			panic(fmt.Errorf("otelbudget: %w: %w", budget.ErrMisconfigured, err))
-		}
-		prop.policy = s
-	})
+	return propagatorOption(func(prop *Propagator) { prop.policy = edge.PolicySwitch("otelbudget", p) })
 }
 
 // WithSwitch reads the inbound policy from s on every Extract, so an
@@ -180,18 +173,22 @@ const (
 // Extract reads the baggage in carrier into the returned context, as
 // [propagation.Baggage] does, less the [BaggageKey] member, and decides that
 // member under the policy ([WithPolicy]) with [wire.Policy.Decide], as a
-// Request-Deadline header is decided: trust, skew guard, Max, Reserve, Min
+// Request-Deadline header is decided: trust, skew guard, Max, AnswerMargin, Min
 // and the malformed-value rule. [BaggageDecision] returns the decision.
 //
 // A trusted, valid [BaggageCriticalityKey] member puts its class on the
-// returned context ([budget.WithCriticality]). A server adapter that runs
-// after Extract (httpbudget, grpcbudget, connectbudget) keeps that class for
-// the handler: only a trusted Request-Criticality header or the adapter's
-// classifier replaces it, and the adapter's policy's Criticality applies
-// only to a request that arrives with no class at all.
+// returned context, and a trusted member, valid or not, its value
+// ([edge.WithCarriedCriticality]). A server adapter that runs after Extract
+// (httpbudget, grpcbudget, connectbudget, amqpbudget) decides that value
+// under its own policy as one more Request-Criticality value: it counts only
+// when its policy trusts [wire.SourceRequestCriticality], so that at an edge
+// that trusts nothing (the policy's Criticality for every request) a caller
+// cannot raise its own class through its baggage, the least critical of it
+// and the header wins, and a malformed one is refused under a Strict policy
+// as the header would be; the adapter's classifier replaces it.
 //
 // When the member set the deadline, the returned context carries it (the
-// decision's Deadline: the caller's less the policy's Reserve), with
+// decision's Deadline: the caller's less the policy's AnswerMargin), with
 // [budget.ErrExpired] as its cause once it passes: already done when the
 // caller's deadline had passed on arrival, short when it left less than Min.
 // A propagator cannot refuse a request; the server adapter that runs next
@@ -203,9 +200,12 @@ const (
 // adapter, which also reads the headers.
 //
 // The deadline is placed with [context.WithDeadlineCause], whose timer is
-// released when the deadline passes or when parent ends, whichever is
-// first: Extract has no caller to return a cancel function to, and net/http
-// and grpc-go end a request's context when its handler returns.
+// released when the deadline passes, when parent ends, or once nothing
+// refers to the returned context (or a context derived from it) any more,
+// whichever is first: Extract has no caller to return a cancel function to,
+// and a parent that never ends, such as a queue consumer's
+// context.Background(), must not hold a timer per message until a deadline
+// that a caller may set years away.
 func (p *Propagator) Extract(parent context.Context, carrier propagation.TextMapCarrier) context.Context {
 	now := time.Now()
 	ctx := propagation.Baggage{}.Extract(parent, carrier)
@@ -224,16 +224,40 @@ func (p *Propagator) Extract(parent context.Context, carrier propagation.TextMap
 		return ctx // untrusted or empty: not read at all
 	}
 	ctx = context.WithValue(ctx, decisionKey{}, dec)
-	if dec.CriticalityFromHeader {
-		ctx = budget.WithCriticality(ctx, budget.Criticality(dec.Criticality))
+	if h.class != "" && pol.Trusts(wire.SourceRequestCriticality) {
+		ctx = edge.WithCarriedCriticality(ctx, h.class)
 	}
 	if dec.Source == 0 {
 		// No deadline from the member: ignored (skew, malformed), refused
 		// as malformed under a strict policy, or none was sent.
 		return ctx
 	}
-	ctx, cancel := context.WithDeadlineCause(ctx, dec.Deadline, budget.ErrExpired)
-	_ = cancel // released with parent, or at the deadline: see above
+	return withDeadline(ctx, dec.Deadline)
+}
+
+// released is the context Extract returns when the member set a deadline:
+// the timer context of [context.WithDeadlineCause], wrapped so that the
+// wrapper's cleanup can release the timer once nothing refers to the
+// context any more. The timer refers to the inner context, never to the
+// wrapper, so the wrapper becomes unreachable when the request's code drops
+// it; a context derived from it refers to it, and keeps it, as long as that
+// context is in use.
+type released struct{ context.Context }
+
+// withDeadline returns parent with deadline d and cause [budget.ErrExpired],
+// whose timer is released at d, when parent ends, or when the returned
+// context is no longer referred to, whichever is first. Extract has no
+// caller to return a cancel function to, and a parent that never ends (a
+// queue consumer's context.Background()) with a deadline years away would
+// otherwise hold the timer and the context, about 2 KB, until then.
+func withDeadline(parent context.Context, d time.Time) context.Context {
+	inner, cancel := context.WithDeadlineCause(parent, d, budget.ErrExpired)
+	if inner.Err() != nil {
+		cancel() // already done: nothing is held
+		return inner
+	}
+	ctx := &released{inner}
+	runtime.AddCleanup(ctx, func(cancel context.CancelFunc) { cancel() }, cancel)
 	return ctx
 }
 

@@ -54,7 +54,8 @@ func BenchmarkPropagator(b *testing.B) {
 // member to the baggage's text (measured: 1 more, the joined string);
 // Extract copies the baggage without the member, decides it, places the
 // deadline (a timer context registered with the request's context) and
-// stores the decision (measured: 15 more).
+// stores the decision, and wraps the context so that its timer is released
+// once nothing refers to it (measured: 18 more).
 func TestPropagatorAllocations(t *testing.T) {
 	ctx, h := propagatorCase(t)
 	prop := otelbudget.NewPropagator()
@@ -70,7 +71,7 @@ func TestPropagatorAllocations(t *testing.T) {
 			cancel()
 		})
 	}
-	const maxInjectExtra, maxExtractExtra = 1, 15
+	const maxInjectExtra, maxExtractExtra = 1, 18
 	if got, base := inject(prop), inject(propagation.Baggage{}); got-base > maxInjectExtra {
 		t.Errorf("Inject: %v allocations, %v more than propagation.Baggage, want at most %d more", got, got-base, maxInjectExtra)
 	}

@@ -81,7 +81,7 @@ func TestPropagatorPolicy(t *testing.T) {
 	}
 	policies := map[string]*wire.Policy{
 		"zero":   {},
-		"max":    {Max: 5 * time.Second, Min: 50 * time.Millisecond, Reserve: 10 * time.Millisecond},
+		"max":    {Max: 5 * time.Second, Min: 50 * time.Millisecond, AnswerMargin: 10 * time.Millisecond},
 		"strict": {Max: 5 * time.Second, Strict: true},
 		"edge":   {Trust: wire.SourcesNone, Default: time.Second},
 	}

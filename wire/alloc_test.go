@@ -14,7 +14,7 @@ func TestAllocs(t *testing.T) {
 	h := wire.HTTPHeader(typicalHeader())
 	md := wire.Metadata{"grpc-timeout": {"1500000u"}, "request-timeout-ms": {"1000, 900"}}
 	junk := wire.Metadata{"request-timeout-ms": {"+5", "1e300"}, "grpc-timeout": {"5x"}}
-	p := &wire.Policy{Max: 10 * time.Second, Default: 2 * time.Second, Min: 20 * time.Millisecond, Reserve: 5 * time.Millisecond}
+	p := &wire.Policy{Max: 10 * time.Second, Default: 2 * time.Second, Min: 20 * time.Millisecond, AnswerMargin: 5 * time.Millisecond}
 	shed := &wire.Policy{Min: time.Hour}
 	var sw wire.Switch
 	sw.Store(p)

@@ -76,7 +76,7 @@ func BenchmarkGRPCTimeoutAppendParse(b *testing.B) {
 func BenchmarkDecideHTTP(b *testing.B) {
 	b.ReportAllocs()
 	h := wire.HTTPHeader(typicalHeader())
-	p := &wire.Policy{Max: 10 * time.Second, Default: 2 * time.Second, Min: 20 * time.Millisecond, Reserve: 5 * time.Millisecond}
+	p := &wire.Policy{Max: 10 * time.Second, Default: 2 * time.Second, Min: 20 * time.Millisecond, AnswerMargin: 5 * time.Millisecond}
 	for b.Loop() {
 		sinkDecision, _ = p.Decide(h, now)
 	}

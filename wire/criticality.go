@@ -1,6 +1,6 @@
 package wire
 
-import "strings"
+import "github.com/timebudget/budget"
 
 // HeaderRequestCriticality carries how much a request matters when capacity runs
 // short, beside its deadline: "critical", "default" or "sheddable", compared without
@@ -10,16 +10,19 @@ import "strings"
 // class in a process.
 const HeaderRequestCriticality = "Request-Criticality"
 
-// The classes [HeaderRequestCriticality] carries, as small integers that convert to and
-// from the budget package's Criticality without a table: this package imports only the
-// standard library, so it names the classes rather than using that type.
+// The classes [HeaderRequestCriticality] carries: the budget package's classes under
+// the names this package gave them before it used that type. New code writes
+// budget.Sheddable, budget.DefaultCriticality and budget.Critical.
 const (
-	// CriticalitySheddable is "sheddable": refused first under a shortage.
-	CriticalitySheddable int8 = -1
-	// CriticalityDefault is "default", the class of an unclassified request.
-	CriticalityDefault int8 = 0
-	// CriticalityCritical is "critical": refused only when it cannot finish.
-	CriticalityCritical int8 = 1
+	// CriticalitySheddable is "sheddable", [budget.Sheddable]: refused first under a
+	// shortage.
+	CriticalitySheddable = budget.Sheddable
+	// CriticalityDefault is "default", [budget.DefaultCriticality]: the class of an
+	// unclassified request.
+	CriticalityDefault = budget.DefaultCriticality
+	// CriticalityCritical is "critical", [budget.Critical]: refused only when it cannot
+	// finish.
+	CriticalityCritical = budget.Critical
 )
 
 // criticalityNames spells the classes, indexed by class+1.
@@ -40,7 +43,7 @@ var criticalityField = field{
 // adapters send the header only for a class other than the default, since a receiver
 // that finds no header applies its policy's class, the default unless configured. It does
 // not allocate when dst has room for 9 bytes.
-func AppendRequestCriticality(dst []byte, c int8) ([]byte, bool) {
+func AppendRequestCriticality(dst []byte, c budget.Criticality) ([]byte, bool) {
 	if c < CriticalitySheddable || c > CriticalityCritical {
 		return dst, false
 	}
@@ -49,7 +52,7 @@ func AppendRequestCriticality(dst []byte, c int8) ([]byte, bool) {
 
 // FormatRequestCriticality is like [AppendRequestCriticality] but returns a string. It does
 // not allocate: the three values are constants.
-func FormatRequestCriticality(c int8) (string, bool) {
+func FormatRequestCriticality(c budget.Criticality) (string, bool) {
 	if c < CriticalitySheddable || c > CriticalityCritical {
 		return "", false
 	}
@@ -62,7 +65,7 @@ func FormatRequestCriticality(c int8) (string, bool) {
 // and ok true when v is valid, and a [*ParseError] matching [ErrMalformed] otherwise
 // (Unicode case folding is not applied, so a Kelvin sign is not a k). It does not
 // allocate unless v is malformed, and is safe for concurrent use.
-func ParseRequestCriticality(v string) (c int8, ok bool, err error) {
+func ParseRequestCriticality(v string) (c budget.Criticality, ok bool, err error) {
 	if v == "" {
 		return CriticalityDefault, false, nil
 	}
@@ -73,13 +76,13 @@ func ParseRequestCriticality(v string) (c int8, ok bool, err error) {
 	return c, true, nil
 }
 
-func parseCriticality(v string) (int8, reason) {
+func parseCriticality(v string) (budget.Criticality, reason) {
 	if len(v) > len("sheddable") {
 		return CriticalityDefault, reasonNotCriticality
 	}
 	for i, name := range criticalityNames {
 		if equalFoldLower(v, name) {
-			return int8(i) - 1, reasonNone
+			return budget.Criticality(i - 1), reasonNone
 		}
 	}
 	return CriticalityDefault, reasonNotCriticality
@@ -107,38 +110,15 @@ func equalFoldLower(s, lower string) bool {
 // every value (up to 16), the least critical valid one winning, as the strictest
 // deadline wins, so that a hop cannot raise a class by appending a value. Malformed
 // elements are counted in x. It reports whether a valid value was found.
-func readCriticality(h Header, x *Extraction) (int8, bool) {
-	var vals []string
-	switch hh := h.(type) {
-	case HTTPHeader:
-		vals = hh[criticalityField.canonical]
-	case Metadata:
-		vals = hh[criticalityField.lower]
-	default:
-		vals = h.Values(criticalityField.lower)
-	}
-	best, found, n := CriticalityCritical, false, 0
-	for _, line := range vals {
-		for rest := line; ; {
-			elem, tail, more := strings.Cut(rest, ",")
-			elem = trimOWS(elem)
-			if n++; n > maxValues {
-				x.malformed(&criticalityField, elem, reasonTooMany)
-				return best, found
-			}
-			if elem != "" {
-				if c, r := parseCriticality(elem); r != reasonNone {
-					x.malformed(&criticalityField, elem, r)
-				} else if !found || c < best {
-					best, found = c, true
-				}
-			}
-			if !more {
-				break
-			}
-			rest = tail
+func readCriticality(h Header, x *Extraction) (budget.Criticality, bool) {
+	best, found := CriticalityCritical, false
+	eachElement(h, &criticalityField, x, func(elem string) reason {
+		c, r := parseCriticality(elem)
+		if r == reasonNone && (!found || c < best) {
+			best, found = c, true
 		}
-	}
+		return r
+	})
 	if !found {
 		return CriticalityDefault, false
 	}

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/wire"
 )
 
 func TestRequestCriticalityRoundTrip(t *testing.T) {
 	t.Parallel()
-	for _, c := range []int8{wire.CriticalitySheddable, wire.CriticalityDefault, wire.CriticalityCritical} {
+	for _, c := range []budget.Criticality{wire.CriticalitySheddable, wire.CriticalityDefault, wire.CriticalityCritical} {
 		v, ok := wire.FormatRequestCriticality(c)
 		b, ok2 := wire.AppendRequestCriticality([]byte("x"), c)
 		if !ok || !ok2 || string(b) != "x"+v {
@@ -23,7 +24,7 @@ func TestRequestCriticalityRoundTrip(t *testing.T) {
 			t.Errorf("Parse(%q) = %d, %v, %v", strings.ToUpper(v), got, ok, err)
 		}
 	}
-	for _, c := range []int8{-2, 2, 127, -128} {
+	for _, c := range []budget.Criticality{-2, 2, 127, -128} {
 		if v, ok := wire.FormatRequestCriticality(c); ok || v != "" {
 			t.Errorf("Format(%d) = %q, %v", c, v, ok)
 		}
@@ -70,7 +71,7 @@ func TestDecideCriticality(t *testing.T) {
 		name      string
 		p         wire.Policy
 		h         wire.Header
-		want      int8
+		want      budget.Criticality
 		header    bool
 		malformed int
 		refused   bool
@@ -124,7 +125,7 @@ func TestCriticalitySourceAndValidate(t *testing.T) {
 	if got := (wire.SourceRequestTimeout | s).String(); got != "Request-Timeout-Ms|Request-Criticality" {
 		t.Errorf("String = %q", got)
 	}
-	for _, c := range []int8{-2, 2} {
+	for _, c := range []budget.Criticality{-2, 2} {
 		err := (&wire.Policy{Criticality: c}).Validate()
 		if !errors.Is(err, wire.ErrInvalidPolicy) || !strings.Contains(err.Error(), "Criticality") {
 			t.Errorf("Validate(Criticality %d) = %v", c, err)

@@ -2,8 +2,9 @@
 // outbound headers, parses every deadline header a server may receive, and decides, under
 // an inbound [Policy], which deadline a request gets on arrival or whether it is refused.
 //
-// The package is a pure parsing layer. It imports only the standard library, never the
-// budget package itself, and never reads the clock: every function that needs the current
+// The package is a pure parsing layer. It imports only the standard library and the
+// budget package's types (a request's class is a budget.Criticality; the budget package
+// never imports wire), and never reads the clock: every function that needs the current
 // time takes it as a parameter named now, so results are reproducible and testable. The
 // HTTP and gRPC adapters build on it.
 //
@@ -50,6 +51,12 @@
 // malformed one (or refuses it under Strict), and otherwise gives the request the
 // policy's Criticality. [Decision.Criticality] is the result, as a small integer that
 // converts to the budget package's Criticality.
+//
+// A probe, a call an upstream sends to find out whether a dependency recovered, carries
+// [HeaderBudgetProbe] ("1") under the same rule: [Policy.Decide] reads it only when the
+// policy trusts [SourceProbe] (the zero policy does; an edge trusting [SourcesNone] does
+// not), and [Decision.Probe] reports it, so that the adapter starts the handler marked as
+// a probe and the hop behind admits it as one.
 //
 // # Streams
 //

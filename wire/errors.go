@@ -84,6 +84,7 @@ const (
 	reasonZeroAttempt
 	reasonNotCriticality
 	reasonZeroBudget
+	reasonNotProbe
 )
 
 var reasonText = [...]string{
@@ -99,6 +100,7 @@ var reasonText = [...]string{
 	reasonZeroAttempt:    "attempts count from 1",
 	reasonNotCriticality: `not "critical", "default" or "sheddable"`,
 	reasonZeroBudget:     "zero: a per-message budget is at least 1 ms",
+	reasonNotProbe:       `not "1" or "0"`,
 }
 
 func (r reason) String() string { return reasonText[r] }

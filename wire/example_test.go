@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -72,10 +73,10 @@ func ExamplePolicy_Decide() {
 	r.Header.Set(wire.HeaderRequestDeadline, "1740830401500")
 
 	p := &wire.Policy{
-		Max:     10 * time.Second,
-		Default: 2 * time.Second,
-		Min:     50 * time.Millisecond,
-		Reserve: 10 * time.Millisecond,
+		Max:          10 * time.Second,
+		Default:      2 * time.Second,
+		Min:          50 * time.Millisecond,
+		AnswerMargin: 10 * time.Millisecond,
 	}
 	d, err := p.Decide(wire.HTTPHeader(r.Header), arrived)
 	fmt.Println("refused:", err)
@@ -119,7 +120,7 @@ func ExampleParseRequestCriticality() {
 	h.Set(wire.HeaderRequestCriticality, "Sheddable")
 	c, ok, err := wire.ParseRequestCriticality(h.Get(wire.HeaderRequestCriticality))
 	fmt.Println(c, ok, err)
-	v, _ := wire.FormatRequestCriticality(wire.CriticalityCritical)
+	v, _ := wire.FormatRequestCriticality(budget.Critical)
 	fmt.Println(v)
 	// An edge does not trust it; a service behind one does.
 	edge := &wire.Policy{Trust: wire.SourcesNone}
@@ -128,8 +129,8 @@ func ExampleParseRequestCriticality() {
 	d, _ = (&wire.Policy{}).Decide(wire.HTTPHeader(h), time.Now())
 	fmt.Println(d.Criticality, d.CriticalityFromHeader)
 	// Output:
-	// -1 true <nil>
+	// sheddable true <nil>
 	// critical
-	// 0 false
-	// -1 true
+	// default false
+	// sheddable true
 }

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"strings"
 	"time"
 )
 
@@ -145,24 +144,10 @@ type extractor struct {
 
 // read takes every element of every value of one source.
 func (e *extractor) read(x *Extraction, f *field, vals []string) {
-	n := 0
-	for _, line := range vals {
-		for rest := line; ; {
-			elem, tail, more := strings.Cut(rest, ",")
-			elem = trimOWS(elem)
-			if n++; n > maxValues {
-				x.malformed(f, elem, reasonTooMany)
-				return
-			}
-			if elem != "" {
-				e.take(x, f, elem)
-			}
-			if !more {
-				break
-			}
-			rest = tail
-		}
-	}
+	eachValue(vals, f, x, func(elem string) reason {
+		e.take(x, f, elem) // counts what is malformed itself
+		return reasonNone
+	})
 }
 
 // take parses one element and keeps it if it is the strictest usable value so far.

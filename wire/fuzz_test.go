@@ -218,7 +218,7 @@ func FuzzExtract(f *testing.F) {
 		if x.Source.Header() == "" && x.Source != 0 || x.Malformed < 0 || (x.Malformed > 0) != (x.Err() != nil) {
 			t.Fatalf("Extract = %+v", x)
 		}
-		p := wire.Policy{Max: time.Second, Min: time.Millisecond, Reserve: time.Millisecond, Trust: wire.SourcesAll}
+		p := wire.Policy{Max: time.Second, Min: time.Millisecond, AnswerMargin: time.Millisecond, Trust: wire.SourcesAll}
 		d, err := p.Decide(h, now)
 		if d.Remaining > time.Second || (err != nil) != d.Refused() || d.Malformed != x.Malformed {
 			t.Fatalf("Decide = %+v, %v", d, err)

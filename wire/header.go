@@ -42,6 +42,9 @@ func (h HTTPHeader) Values(name string) []string {
 	if name == criticalityField.lower || name == HeaderRequestCriticality {
 		return h[HeaderRequestCriticality]
 	}
+	if name == probeField.lower || name == HeaderBudgetProbe {
+		return h[HeaderBudgetProbe]
+	}
 	return textproto.MIMEHeader(h).Values(name)
 }
 

@@ -3,6 +3,8 @@ package wire
 import (
 	"math"
 	"time"
+
+	"github.com/timebudget/budget"
 )
 
 // Policy is a server's inbound rule for request deadlines: which headers it trusts, the
@@ -41,7 +43,7 @@ type Policy struct {
 	Default time.Duration
 
 	// Min sheds requests on arrival: when less than Min is left for the handler
-	// (after Reserve), the request is refused with [ErrShed] rather than started
+	// (after AnswerMargin), the request is refused with [ErrShed] rather than started
 	// on work it cannot finish. Zero sheds only requests with no time left for the
 	// handler at all; negative is invalid and, if used anyway, means zero.
 	Min time.Duration
@@ -52,10 +54,15 @@ type Policy struct {
 	// so their malformed values are neither counted nor rejected.
 	Trust Sources
 
-	// Reserve is time kept back from the handler to write the response: the
-	// handler's deadline is the caller's deadline minus Reserve. Zero keeps nothing
-	// back; negative is invalid and, if used anyway, means zero.
-	Reserve time.Duration
+	// AnswerMargin is time kept back from the handler to write and send the answer:
+	// the handler's deadline is the caller's deadline minus AnswerMargin, so that
+	// when the handler runs out of time its answer still reaches the caller. The
+	// adapters' own answer margin (WithAnswerMargin, adaptive by default) is taken off
+	// instead when it is larger. Zero keeps nothing back beyond that; negative is
+	// invalid and, if used anyway, means zero. (Before v0.4 this field was named
+	// Reserve, a word that elsewhere means the caller's own time held back for later
+	// work.)
+	AnswerMargin time.Duration
 
 	// Strict rejects a request that carries any malformed value in a trusted header,
 	// with a [*ParseError] naming the header (an HTTP server answers 400). When false
@@ -70,14 +77,14 @@ type Policy struct {
 	// anyway, means DefaultSkew.
 	Skew time.Duration
 
-	// Criticality is the class, [CriticalitySheddable], [CriticalityDefault] or
-	// [CriticalityCritical], of a request that carries no valid
+	// Criticality is the class, [budget.Sheddable], [budget.DefaultCriticality] or
+	// [budget.Critical], of a request that carries no valid
 	// [HeaderRequestCriticality] in a trusted source: every request at an edge that
 	// trusts [SourcesNone], and the unclassified ones elsewhere. Zero is the
 	// default class. An adapter's classifier, where one is configured, decides
 	// instead. Other values are invalid ([Policy.Validate]) and, if used anyway,
 	// are clamped to the nearest class.
-	Criticality int8
+	Criticality budget.Criticality
 }
 
 // Reason says why [Policy.Decide] refused a request. Its String form is the reason label
@@ -116,7 +123,7 @@ type Decision struct {
 	// without one and Deadline, CallerDeadline and Remaining are zero.
 	HasDeadline bool
 	// Deadline is the deadline to give the handler: the caller's deadline minus the
-	// policy's Reserve, expressed as now plus Remaining.
+	// policy's AnswerMargin, expressed as now plus Remaining.
 	Deadline time.Time
 	// CallerDeadline is when the caller stops waiting, after clamping to Max.
 	CallerDeadline time.Time
@@ -144,10 +151,13 @@ type Decision struct {
 	// Criticality is the request's class: the least critical valid value of a
 	// trusted [HeaderRequestCriticality], or the policy's Criticality when there is
 	// none (see CriticalityFromHeader).
-	Criticality int8
+	Criticality budget.Criticality
 	// CriticalityFromHeader reports that a trusted [HeaderRequestCriticality] set
 	// Criticality, so that an adapter's classifier must not override it.
 	CriticalityFromHeader bool
+	// Probe reports that a trusted [HeaderBudgetProbe] marked the request as a probe:
+	// the adapter starts its handler with the mark (budget.WithProbe).
+	Probe bool
 }
 
 // Refused reports whether the request must be refused without running its handler.
@@ -172,7 +182,7 @@ func (d Decision) SourceName() string {
 // request, so that time queued inside the server counts.
 //
 // The deadline is the strictest trusted value ([Extract]), or Default when there is none
-// (Max when Default is zero), clamped to Max; the handler gets it minus Reserve. So with
+// (Max when Default is zero), clamped to Max; the handler gets it minus AnswerMargin. So with
 // Max set every admitted request has a deadline at most Max away. The error is non-nil exactly when
 // the request must be refused, and Decision.Reason says why:
 //
@@ -229,16 +239,16 @@ func (p *Policy) decide(h Header, now time.Time, queued time.Duration, skewed bo
 	if p == nil {
 		return d, nil
 	}
-	trust := p.Trust
-	if trust == 0 {
-		trust = SourcesDefault
-	}
+	trust := p.trust()
 	x := extract(h, trust, p.Skew, now, queued)
 	d.Criticality = min(max(p.Criticality, CriticalitySheddable), CriticalityCritical)
 	if trust&SourceRequestCriticality != 0 && h != nil {
 		if c, ok := readCriticality(h, &x); ok {
 			d.Criticality, d.CriticalityFromHeader = c, true
 		}
+	}
+	if trust&SourceProbe != 0 && h != nil {
+		d.Probe = readProbe(h, &x)
 	}
 	d.Source, d.Malformed, d.MalformedFrom, d.Skew = x.Source, x.Malformed, x.MalformedFrom, x.Skew || skewed
 
@@ -258,8 +268,8 @@ func (p *Policy) decide(h Header, now time.Time, queued time.Duration, skewed bo
 			left, d.Clamped = p.Max, true
 		}
 		d.Remaining = left
-		if p.Reserve > 0 {
-			d.Remaining = subSat(left, p.Reserve)
+		if p.AnswerMargin > 0 {
+			d.Remaining = subSat(left, p.AnswerMargin)
 		}
 		d.CallerDeadline = now.Add(left)
 		d.Deadline = now.Add(d.Remaining)
@@ -281,8 +291,25 @@ func (p *Policy) decide(h Header, now time.Time, queued time.Duration, skewed bo
 	return d, nil
 }
 
+// Trusts reports whether p reads every source in s: those of p's Trust, or
+// [SourcesDefault] when Trust is zero. A nil p, enforcement off, trusts nothing. An
+// adapter that reads a value of its own beside the deadline headers (a per-message
+// budget, a class carried in W3C baggage) asks it, under the source that value is
+// trusted as, so that its rule is the policy's. It does not allocate.
+func (p *Policy) Trusts(s Sources) bool {
+	return p != nil && p.trust().Has(s)
+}
+
+// trust is the set of sources p reads.
+func (p *Policy) trust() Sources {
+	if p.Trust == 0 {
+		return SourcesDefault
+	}
+	return p.Trust
+}
+
 // subSat returns a-b for b > 0, saturating at the smallest time.Duration instead of
-// wrapping around (possible only with an absurd Skew and Reserve).
+// wrapping around (possible only with an absurd Skew and AnswerMargin).
 func subSat(a, b time.Duration) time.Duration {
 	if a < math.MinInt64+b {
 		return math.MinInt64

@@ -74,17 +74,17 @@ func TestPolicyDecide(t *testing.T) {
 			name: "Min does not shed requests without a deadline", p: &wire.Policy{Min: time.Second},
 		},
 		{
-			name: "Reserve is kept back", p: &wire.Policy{Reserve: 50 * time.Millisecond}, h: kv{{rt, "1000"}},
+			name: "Reserve is kept back", p: &wire.Policy{AnswerMargin: 50 * time.Millisecond}, h: kv{{rt, "1000"}},
 			want:   wire.Decision{HasDeadline: true, Remaining: 950 * time.Millisecond, Source: wire.SourceRequestTimeout},
 			caller: time.Second,
 		},
 		{
-			name: "Reserve counts toward Min", p: &wire.Policy{Reserve: 50 * time.Millisecond, Min: 100 * time.Millisecond}, h: kv{{rt, "140"}},
+			name: "Reserve counts toward Min", p: &wire.Policy{AnswerMargin: 50 * time.Millisecond, Min: 100 * time.Millisecond}, h: kv{{rt, "140"}},
 			want:   wire.Decision{HasDeadline: true, Remaining: 90 * time.Millisecond, Source: wire.SourceRequestTimeout, Reason: wire.ReasonShed},
 			caller: 140 * time.Millisecond, err: wire.ErrShed,
 		},
 		{
-			name: "Reserve eating everything sheds", p: &wire.Policy{Reserve: 50 * time.Millisecond}, h: kv{{rt, "50"}},
+			name: "Reserve eating everything sheds", p: &wire.Policy{AnswerMargin: 50 * time.Millisecond}, h: kv{{rt, "50"}},
 			want:   wire.Decision{HasDeadline: true, Remaining: 0, Source: wire.SourceRequestTimeout, Reason: wire.ReasonShed},
 			caller: 50 * time.Millisecond, err: wire.ErrShed,
 		},
@@ -136,7 +136,7 @@ func TestPolicyDecide(t *testing.T) {
 			caller: -30 * time.Second, err: wire.ErrExpired,
 		},
 		{
-			name: "negative settings are ignored", p: &wire.Policy{Max: -1, Default: -1, Min: -1, Reserve: -1, Skew: -1}, h: kv{{rt, "10"}},
+			name: "negative settings are ignored", p: &wire.Policy{Max: -1, Default: -1, Min: -1, AnswerMargin: -1, Skew: -1}, h: kv{{rt, "10"}},
 			want:   wire.Decision{HasDeadline: true, Remaining: 10 * time.Millisecond, Source: wire.SourceRequestTimeout},
 			caller: 10 * time.Millisecond,
 		},
@@ -208,7 +208,7 @@ func TestDecisionLabels(t *testing.T) {
 func TestDecideTypicalHTTP(t *testing.T) {
 	t.Parallel()
 	h := typicalHeader()
-	p := &wire.Policy{Max: 10 * time.Second, Default: 2 * time.Second, Min: 20 * time.Millisecond, Reserve: 5 * time.Millisecond}
+	p := &wire.Policy{Max: 10 * time.Second, Default: 2 * time.Second, Min: 20 * time.Millisecond, AnswerMargin: 5 * time.Millisecond}
 	d, err := p.Decide(wire.HTTPHeader(h), now)
 	if err != nil || d.Source != wire.SourceRequestDeadline || d.Remaining != 1495*time.Millisecond {
 		t.Fatalf("Decide = %+v, %v", d, err)
@@ -232,4 +232,26 @@ func typicalHeader() http.Header {
 	h.Set(wire.HeaderRequestTimeout, "1520")
 	h.Set(wire.HeaderRequestDeadline, unixMs(1500*time.Millisecond))
 	return h
+}
+
+// TestPolicyTrusts: a zero Trust means SourcesDefault, SourcesNone trusts
+// nothing, and a nil policy trusts nothing.
+func TestPolicyTrusts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		p    *wire.Policy
+		s    wire.Sources
+		want bool
+	}{
+		{&wire.Policy{}, wire.SourceRequestCriticality, true},
+		{&wire.Policy{}, wire.SourceL5DDeadline, false},
+		{&wire.Policy{Trust: wire.SourcesNone}, wire.SourceRequestTimeout, false},
+		{&wire.Policy{Trust: wire.SourcesOurs}, wire.SourceRequestDeadline, true},
+		{&wire.Policy{Trust: wire.SourcesOurs}, wire.SourcesOurs | wire.SourceGRPCTimeout, false},
+		{nil, wire.SourceRequestTimeout, false},
+	} {
+		if got := tc.p.Trusts(tc.s); got != tc.want {
+			t.Errorf("%+v.Trusts(%v) = %v, want %v", tc.p, tc.s, got, tc.want)
+		}
+	}
 }

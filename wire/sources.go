@@ -32,6 +32,12 @@ const (
 	// policy that trusts it takes the request's class from the header, and one that
 	// does not (an edge with [SourcesNone]) applies its own Criticality.
 	SourceRequestCriticality
+	// SourceProbe is [HeaderBudgetProbe]. It sets no deadline: a policy that trusts
+	// it admits a request marked as a probe as a probe of its own
+	// ([Decision.Probe]), and one that does not (an edge with [SourcesNone])
+	// ignores the mark, so that a client cannot have its calls admitted past a
+	// refusing op by marking them.
+	SourceProbe
 )
 
 // Named sets of sources.
@@ -46,11 +52,11 @@ const (
 	SourcesDefault = SourcesAll &^ (SourceL5DDeadline | SourceFinagleDeadline)
 
 	// SourcesAll is every inbound source this package reads, [SourceRequestCriticality]
-	// included.
+	// and [SourceProbe] included.
 	SourcesAll = SourceRequestTimeout | SourceGRPCTimeout | SourceConnectTimeout |
 		SourceEnvoyExpectedTimeout | SourceContextTTL | SourceRequestDeadline |
 		SourceXRequestDeadline | SourceL5DDeadline | SourceFinagleDeadline |
-		SourceRequestCriticality
+		SourceRequestCriticality | SourceProbe
 
 	// SourcesNone trusts nothing: an edge that ignores whatever clients send and starts
 	// every request fresh from [Policy.Default]. It is a marker distinct from the zero
@@ -75,8 +81,11 @@ func (s Sources) Header() string {
 			return fields[i].name
 		}
 	}
-	if s == SourceRequestCriticality {
+	switch s {
+	case SourceRequestCriticality:
 		return HeaderRequestCriticality
+	case SourceProbe:
+		return HeaderBudgetProbe
 	}
 	return ""
 }
@@ -102,6 +111,9 @@ func (s Sources) String() string {
 	}
 	if s&SourceRequestCriticality != 0 {
 		b.WriteString("|" + HeaderRequestCriticality)
+	}
+	if s&SourceProbe != 0 {
+		b.WriteString("|" + HeaderBudgetProbe)
 	}
 	return b.String()
 }

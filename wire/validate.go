@@ -17,10 +17,10 @@ var ErrInvalidPolicy = errors.New("wire: invalid policy")
 //
 // Mistakes are:
 //
-//   - a negative Max, Default, Min, Reserve or Skew ([Policy.Decide] would treat it as
+//   - a negative Max, Default, Min, AnswerMargin or Skew ([Policy.Decide] would treat it as
 //     zero, which is never what a negative value was meant to say);
 //   - a Trust with bits that name no source (such a set reads nothing a client sends);
-//   - a Max, or a Default, that leaves the handler less than Min once Reserve is set
+//   - a Max, or a Default, that leaves the handler less than Min once AnswerMargin is set
 //     aside: every request under it would be shed on arrival.
 //
 // A Default larger than Max is not a mistake: it is clamped to Max, as documented. It
@@ -32,7 +32,7 @@ func (p *Policy) Validate() error {
 	for _, f := range [...]struct {
 		name string
 		v    time.Duration
-	}{{"Max", p.Max}, {"Default", p.Default}, {"Min", p.Min}, {"Reserve", p.Reserve}, {"Skew", p.Skew}} {
+	}{{"Max", p.Max}, {"Default", p.Default}, {"Min", p.Min}, {"AnswerMargin", p.AnswerMargin}, {"Skew", p.Skew}} {
 		if f.v < 0 {
 			return fmt.Errorf("%w: Policy.%s is negative (%v); zero means %s", ErrInvalidPolicy, f.name, f.v, zeroMeaning(f.name))
 		}
@@ -47,9 +47,9 @@ func (p *Policy) Validate() error {
 		name string
 		v    time.Duration
 	}{{"Max", p.Max}, {"Default", p.Default}} {
-		if f.v > 0 && (f.v <= p.Reserve || f.v-p.Reserve < p.Min) {
-			return fmt.Errorf("%w: Policy.%s (%v) leaves less than Min (%v) once Reserve (%v) is set aside: every request under it would be shed",
-				ErrInvalidPolicy, f.name, f.v, p.Min, p.Reserve)
+		if f.v > 0 && (f.v <= p.AnswerMargin || f.v-p.AnswerMargin < p.Min) {
+			return fmt.Errorf("%w: Policy.%s (%v) leaves less than Min (%v) once AnswerMargin (%v) is set aside: every request under it would be shed",
+				ErrInvalidPolicy, f.name, f.v, p.Min, p.AnswerMargin)
 		}
 	}
 	return nil
@@ -63,7 +63,7 @@ func zeroMeaning(field string) string {
 		return "Max, or no deadline without Max"
 	case "Min":
 		return "shed only requests with no time left"
-	case "Reserve":
+	case "AnswerMargin":
 		return "keep nothing back"
 	default:
 		return "DefaultSkew (" + DefaultSkew.String() + ")"

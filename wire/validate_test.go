@@ -51,18 +51,18 @@ func TestPolicyValidate(t *testing.T) {
 	}{
 		{"nil is off, and valid", nil, ""},
 		{"zero", &wire.Policy{}, ""},
-		{"an edge", &wire.Policy{Max: 2 * time.Second, Default: time.Second, Min: 50 * time.Millisecond, Reserve: 100 * time.Millisecond, Trust: wire.SourcesNone, Strict: true}, ""},
+		{"an edge", &wire.Policy{Max: 2 * time.Second, Default: time.Second, Min: 50 * time.Millisecond, AnswerMargin: 100 * time.Millisecond, Trust: wire.SourcesNone, Strict: true}, ""},
 		{"Default above Max is clamped, not wrong", &wire.Policy{Max: time.Second, Default: time.Hour}, ""},
 		{"Min alone", &wire.Policy{Min: time.Hour}, ""},
 		{"negative Max", &wire.Policy{Max: -time.Second}, "Policy.Max is negative"},
 		{"negative Default", &wire.Policy{Default: -1}, "Policy.Default is negative"},
 		{"negative Min", &wire.Policy{Min: -1}, "Policy.Min is negative"},
-		{"negative Reserve", &wire.Policy{Reserve: -1}, "Policy.Reserve is negative"},
+		{"negative Reserve", &wire.Policy{AnswerMargin: -1}, "Policy.AnswerMargin is negative"},
 		{"negative Skew", &wire.Policy{Skew: -1}, "Policy.Skew is negative"},
 		{"unknown Trust bits", &wire.Policy{Trust: 1 << 12}, "Policy.Trust"},
-		{"Reserve eats Max", &wire.Policy{Max: time.Second, Reserve: time.Second}, "Policy.Max (1s)"},
+		{"Reserve eats Max", &wire.Policy{Max: time.Second, AnswerMargin: time.Second}, "Policy.Max (1s)"},
 		{"Min above Max", &wire.Policy{Max: time.Second, Min: 2 * time.Second}, "Policy.Max (1s)"},
-		{"Min plus Reserve above Default", &wire.Policy{Default: time.Second, Min: 600 * time.Millisecond, Reserve: 500 * time.Millisecond}, "Policy.Default (1s)"},
+		{"Min plus Reserve above Default", &wire.Policy{Default: time.Second, Min: 600 * time.Millisecond, AnswerMargin: 500 * time.Millisecond}, "Policy.Default (1s)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,10 +1,12 @@
 // Command balance compares gRPC load balancers on callers with deadlines:
 // three replicas on loopback, one of which turns slow (10 times its 5 ms
 // latency) midway and then recovers, and callers whose budgets are drawn
-// uniformly between 20 ms and 500 ms. It runs grpc-go's round_robin,
-// least_request, weighted_round_robin (with ORCA reports) and pick_first,
-// and grpcbudget's budget_aware, one after the other in one process, prints
-// a table and, with -json, writes the figures to a file:
+// uniformly between 20 ms and 500 ms (with -fault CODE, replica 0 fails
+// every call at once with that code instead of turning slow). It runs
+// grpc-go's round_robin, least_request, weighted_round_robin (with ORCA
+// reports) and pick_first, and grpcbudget's budget_aware, one after the
+// other in one process, prints a table and, with -json, writes the figures
+// to a file:
 //
 //	go run ./compare/cmd/balance -json balance.json
 //
@@ -45,6 +47,7 @@ func run(args []string, out io.Writer) error {
 	fs.DurationVar(&cfg.Slow, "slow", 3*time.Second, "length of the slow phase")
 	fs.DurationVar(&cfg.Recovered, "recovered", 2*time.Second, "length of the phase after recovery")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the budgets' draws")
+	fs.StringVar(&cfg.Fault, "fault", "slow", "what replica 0 does in the slow phase: slow, or fail every call at once with deadline_exceeded, unknown, resource_exhausted, unavailable or internal")
 	variants := fs.String("variants", strings.Join(balance.Variants, ","), "the balancers to compare, comma-separated")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -69,6 +70,21 @@ type Config struct {
 	MaxBudget  time.Duration // default 500 ms
 	Variants   []string      // default all of Variants
 	Seed       uint64        // seeds the budgets' draws; the same for every variant
+	// Fault is what replica 0 does in the slow phase: "slow" (the default:
+	// its latency times SlowFactor), or one of Faults' codes, such as
+	// "deadline_exceeded" (what a shedding grpcbudget server answers):
+	// every call fails at once with that code.
+	Fault string
+}
+
+// Faults are the codes replica 0 may fail every call with, by the names
+// Config.Fault takes.
+var Faults = map[string]codes.Code{
+	"deadline_exceeded":  codes.DeadlineExceeded,
+	"unknown":            codes.Unknown,
+	"resource_exhausted": codes.ResourceExhausted,
+	"unavailable":        codes.Unavailable,
+	"internal":           codes.Internal,
 }
 
 func (c Config) withDefaults() Config {
@@ -153,6 +169,10 @@ func Compare(ctx context.Context, cfg Config) (Report, error) {
 			return Report{}, fmt.Errorf("balance: unknown variant %q, want one of %v", v, Variants)
 		}
 	}
+	failCode, failing := Faults[cfg.Fault]
+	if !failing && cfg.Fault != "" && cfg.Fault != "slow" {
+		return Report{}, fmt.Errorf("balance: unknown fault %q, want slow or one of %v", cfg.Fault, slices.Sorted(maps.Keys(Faults)))
+	}
 	reps := make([]*replica, 3)
 	for i := range reps {
 		r, err := startReplica(cfg.Base)
@@ -191,8 +211,15 @@ func Compare(ctx context.Context, cfg Config) (Report, error) {
 			{at: lead, do: func() { reps[0].factor.Store(int64(cfg.SlowFactor)) }},
 			{at: lead + cfg.Slow, do: func() { reps[0].factor.Store(1) }},
 		}
+		if failing {
+			steps = []step{
+				{at: lead, do: func() { reps[0].fail.Store(uint32(failCode)) }},
+				{at: lead + cfg.Slow, do: func() { reps[0].fail.Store(uint32(codes.OK)) }},
+			}
+		}
 		calls := c.drive(ctx, cfg, lead+cfg.Slow+cfg.Recovered, steps)
 		reps[0].factor.Store(1)
+		reps[0].fail.Store(uint32(codes.OK))
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}

@@ -53,6 +53,25 @@ func TestCompareRefusesUnknownVariant(t *testing.T) {
 	if _, err := Compare(context.Background(), Config{Variants: []string{"random"}}); err == nil {
 		t.Fatal("an unknown variant was accepted")
 	}
+	if _, err := Compare(context.Background(), Config{Fault: "slowly"}); err == nil {
+		t.Fatal("an unknown fault was accepted")
+	}
+}
+
+// With replica 0 failing every call at once, budget_aware sends it few
+// calls (it is ejected, then probed) and round_robin a third.
+func TestCompareFastFailure(t *testing.T) {
+	cfg := small
+	cfg.Fault, cfg.Variants, cfg.Slow = "unknown", []string{"round_robin", "budget_aware"}, time.Second
+	rep, err := Compare(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, ba := rep.Runs[0], rep.Runs[1]
+	t.Logf("sent to the failing replica: round_robin %.1f %%, budget_aware %.1f %%", 100*rr.SentToSlow, 100*ba.SentToSlow)
+	if ba.SentToSlow > 0.10 || rr.SentToSlow < 0.2 {
+		t.Errorf("sent to the failing replica: budget_aware %.1f %%, round_robin %.1f %%; want at most 10 %% and about a third", 100*ba.SentToSlow, 100*rr.SentToSlow)
+	}
 }
 
 // recovery reads the first window in which replica 0 has 80 % of a third

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/orca"
@@ -34,6 +35,7 @@ type replica struct {
 	addr   string
 	base   time.Duration
 	factor atomic.Int64
+	fail   atomic.Uint32 // a codes.Code every call fails with at once; OK for none
 	srv    *grpc.Server
 
 	inflight atomic.Int64
@@ -57,8 +59,12 @@ func startReplica(base time.Duration) (*replica, error) {
 	return r, nil
 }
 
-// EmptyCall answers after the replica's latency.
+// EmptyCall answers after the replica's latency, or at once with its fault's
+// code.
 func (r *replica) EmptyCall(ctx context.Context, _ *grpc_testing.Empty) (*grpc_testing.Empty, error) {
+	if c := codes.Code(r.fail.Load()); c != codes.OK {
+		return nil, status.Error(c, "replica failing")
+	}
 	n := r.inflight.Add(1)
 	defer r.inflight.Add(-1)
 	t := time.NewTimer(r.base * time.Duration(r.factor.Load()))

@@ -83,7 +83,7 @@ func main() {
 		"hang":     {Hang: true},
 		"stubborn": {Delay: *stubborn, IgnoreContext: true},
 	}}
-	policy := grpcbudget.WithPolicy(&wire.Policy{Reserve: *reserve})
+	policy := grpcbudget.WithPolicy(&wire.Policy{AnswerMargin: *reserve})
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpcbudget.UnaryServerInterceptor(policy, grpcbudget.WithStage("backend"),
 		grpcbudget.WithAnswerMargin(*answerMargin))))
 	grpc_testing.RegisterTestServiceServer(srv, b)

@@ -50,7 +50,7 @@ func main() {
 		// an answer; only our own deadline cancels the call.
 		line.Answered = r.Context().Err() == nil && (err == nil || errors.Is(err, httpbudget.ErrUpstreamExpired))
 		if err != nil {
-			status = httpbudget.StatusOf(err)
+			status = httpbudget.StatusOf(r.Context(), err)
 		} else {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
@@ -64,7 +64,7 @@ func main() {
 		report.Print(line)
 	})
 	h := httpbudget.NewHandler(work, httpbudget.WithStage("edge"), httpbudget.WithAnswerMargin(*answerMargin),
-		httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Default: *total, Reserve: *reserve}))
+		httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Default: *total, AnswerMargin: *reserve}))
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

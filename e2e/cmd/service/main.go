@@ -51,7 +51,7 @@ func main() {
 		_, err := client.UnaryCall(ctx, &grpc_testing.SimpleRequest{
 			Payload: &grpc_testing.Payload{Body: []byte(r.URL.Query().Get("mode"))}})
 		line.Answered = r.Context().Err() == nil
-		status := httpbudget.StatusOf(err)
+		status := httpbudget.StatusOf(ctx, err)
 		if err != nil && status == http.StatusInternalServerError {
 			status = http.StatusBadGateway
 		}
@@ -63,7 +63,7 @@ func main() {
 		report.Print(line)
 	})
 	h := httpbudget.NewHandler(work, httpbudget.WithStage("service"), httpbudget.WithAnswerMargin(*answerMargin),
-		httpbudget.WithPolicy(&wire.Policy{Reserve: *reserve}))
+		httpbudget.WithPolicy(&wire.Policy{AnswerMargin: *reserve}))
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -43,7 +43,7 @@ func scenarios() http.Handler {
 	handle := func(path string, fn func(ctx context.Context) error) {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			if err := fn(r.Context()); err != nil {
-				http.Error(w, err.Error(), httpbudget.StatusOf(err))
+				http.Error(w, err.Error(), httpbudget.StatusOf(r.Context(), err))
 			}
 		})
 	}

@@ -2,7 +2,9 @@ package pick
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/timebudget/budget"
@@ -32,11 +34,14 @@ func TestChooseAvoidsReplicaThatCannotFit(t *testing.T) {
 		}
 	}
 	// With no deadline every replica fits; two random ones are compared, so
-	// the slower one is chosen only when drawn against nothing better.
+	// the slower one is chosen only when drawn against nothing better, or
+	// as a probe (it is slower than twice the best).
 	seen := map[int]int{}
 	for range 300 {
-		i, _ := b.Choose(context.Background(), time.Now(), reps)
-		seen[i]++
+		i, probe := b.Choose(context.Background(), time.Now(), reps)
+		if !probe {
+			seen[i]++
+		}
 	}
 	if seen[0] == 0 || seen[1] == 0 || seen[2] != 0 {
 		t.Errorf("choices with no deadline: %v, want replicas 0 and 1 only", seen)
@@ -157,5 +162,113 @@ func TestOutliersDoNotEject(t *testing.T) {
 	b.Choose(context.Background(), end, reps)
 	if reps[1].Ejected() {
 		t.Error("four slow answers among fifty fast ones ejected the replica")
+	}
+}
+
+// A cut-off is a lower bound: a replica whose only sample is a call cut off
+// after 0.1 ms (a call with little time left) is not taken for faster than
+// one measured at 5 ms.
+func TestCutOffNeverSeedsTinyLatency(t *testing.T) {
+	b := New(Config{})
+	reps := []*Replica{b.NewReplica("a"), b.NewReplica("b")}
+	teach(b, reps[0], 20, 5*time.Millisecond)
+	now := time.Now()
+	reps[1].Begin()
+	b.Done(reps[1], now.Add(-100*time.Microsecond), now, false, Expired)
+	seen := map[int]int{}
+	for range 400 {
+		i, _ := b.Choose(context.Background(), now, reps)
+		seen[i]++
+	}
+	if seen[1] > 300 {
+		t.Errorf("choices %v: the replica known only by a 0.1 ms cut-off drew %d of 400 calls", seen, seen[1])
+	}
+}
+
+// Ejected replicas take the probes in turn, even when ProbeEvery is a
+// multiple of the number of replicas (before, the search for an ejected
+// replica always started at the same position, and the second of two
+// ejected replicas was never probed).
+func TestProbesRotateAmongEjected(t *testing.T) {
+	b := New(Config{ProbeEvery: 4})
+	reps := []*Replica{b.NewReplica("a"), b.NewReplica("b"), b.NewReplica("c"), b.NewReplica("d")}
+	teach(b, reps[0], 20, 5*time.Millisecond)
+	teach(b, reps[1], 20, 100*time.Millisecond)
+	teach(b, reps[2], 20, 5*time.Millisecond)
+	teach(b, reps[3], 20, 100*time.Millisecond)
+	probed := map[int]int{}
+	for range 400 {
+		if i, probe := b.Choose(context.Background(), time.Now(), reps); probe {
+			probed[i]++
+		}
+	}
+	if probed[1] == 0 || probed[3] == 0 {
+		t.Errorf("probes by replica %v, want both ejected replicas (1 and 3) probed", probed)
+	}
+}
+
+// A replica failing fast (failures, not latency samples) is ejected after
+// FailLimit failures, gets only probes (about 1 %), healthy replicas are
+// never ejected, and a call that answers an application error ends a run
+// of failures without being a latency.
+func TestFastFailureEjectsOnlyTheFailingReplica(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ev := newEvents()
+		b := New(Config{Observer: ev})
+		reps := []*Replica{b.NewReplica("r0"), b.NewReplica("r1"), b.NewReplica("r2")}
+		spec := []simReplica{{base: 2 * time.Millisecond, fault: fastFail}, {base: 2 * time.Millisecond}, {base: 2 * time.Millisecond}}
+		calls := simulate(b, reps, spec, 8, 3*time.Second, 500*time.Millisecond, 2*time.Second, 1,
+			func(*rand.Rand) time.Duration { return time.Second })
+		var during, sent, failed int
+		for _, c := range calls {
+			if c.at >= 500*time.Millisecond && c.at < 2*time.Second {
+				during++
+				if c.rep == 0 {
+					sent++
+				}
+				if c.res == Failed {
+					failed++
+				}
+			}
+		}
+		t.Logf("during the fault: %d calls, %d sent to the failing replica, %d failed; events %v %v", during, sent, failed, ev.eject, ev.back)
+		if sent > during/20 || failed > during/10 {
+			t.Errorf("the failing replica got %d of %d calls and %d failed, want at most 5 %% and 10 %%", sent, during, failed)
+		}
+		if ev.eject["r1"]+ev.eject["r2"] > 0 || ev.eject["r0"] == 0 || ev.back["r0"] == 0 {
+			t.Errorf("ejections %v, recoveries %v: want r0 ejected and recovered, no other", ev.eject, ev.back)
+		}
+	})
+	b := New(Config{})
+	r := b.NewReplica("a")
+	now := time.Now()
+	for range DefaultFailLimit - 1 {
+		r.Begin()
+		b.Done(r, now, now, false, Failed)
+	}
+	r.Begin()
+	b.Done(r, now.Add(-time.Microsecond), now, false, Answered)
+	if r.fails.Load() != 0 || r.Latency() != 0 {
+		t.Errorf("after an application error: %d failures in a row, latency %v; want 0 and none", r.fails.Load(), r.Latency())
+	}
+}
+
+func TestCutOff(t *testing.T) {
+	start := time.Now()
+	dl := start.Add(100 * time.Millisecond)
+	for _, c := range []struct {
+		end  time.Duration
+		has  bool
+		want bool
+	}{
+		{100 * time.Millisecond, true, true},
+		{95 * time.Millisecond, true, true}, // a callee answering just before, keeping a margin
+		{50 * time.Millisecond, true, false},
+		{100 * time.Microsecond, true, false}, // a shedding server's answer
+		{time.Second, false, false},
+	} {
+		if got := CutOff(start, start.Add(c.end), dl, c.has); got != c.want {
+			t.Errorf("CutOff(end %v, deadline %v) = %v, want %v", c.end, c.has, got, c.want)
+		}
 	}
 }

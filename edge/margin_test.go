@@ -1,13 +1,11 @@
-package margin_test
+package edge_test
 
 import (
 	"testing"
 	"time"
 
-	"github.com/timebudget/budget/internal/margin"
+	"github.com/timebudget/budget/edge"
 )
-
-const ms = time.Millisecond
 
 func TestFor(t *testing.T) {
 	t.Parallel()
@@ -18,12 +16,12 @@ func TestFor(t *testing.T) {
 		left    time.Duration
 		want    time.Duration
 	}{
-		{"adaptive, nothing seen: the floor", 0, nil, time.Second, margin.Floor},
+		{"adaptive, nothing seen: the floor", 0, nil, time.Second, edge.MarginFloor},
 		{"adaptive, bounded by the share", 0, nil, 8 * ms, 800 * time.Microsecond},
-		{"adaptive, follows lateness up", 0, []time.Duration{4 * ms}, time.Second, margin.Floor + 4*ms},
-		{"adaptive, capped", 0, []time.Duration{time.Minute, time.Minute, time.Minute, time.Minute}, time.Second, margin.Cap},
-		{"adaptive, capped by the share", 0, []time.Duration{40 * ms, 40 * ms}, 100 * ms, 100 * ms / margin.Share},
-		{"adaptive, falls slowly", 0, []time.Duration{4 * ms, 0}, time.Second, margin.Floor + 4*(ms-ms/32)},
+		{"adaptive, follows lateness up", 0, []time.Duration{4 * ms}, time.Second, edge.MarginFloor + 4*ms},
+		{"adaptive, capped", 0, []time.Duration{time.Minute, time.Minute, time.Minute, time.Minute}, time.Second, edge.MarginCap},
+		{"adaptive, capped by the share", 0, []time.Duration{40 * ms, 40 * ms}, 100 * ms, 100 * ms / edge.MarginShare},
+		{"adaptive, falls slowly", 0, []time.Duration{4 * ms, 0}, time.Second, edge.MarginFloor + 4*(ms-ms/32)},
 		{"fixed", 3 * ms, []time.Duration{time.Minute}, time.Second, 3 * ms},
 		{"fixed, bounded by the share", 3 * ms, nil, 20 * ms, 2 * ms},
 		{"off", -1, []time.Duration{time.Minute}, time.Second, 0},
@@ -32,7 +30,7 @@ func TestFor(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			k := margin.New(tc.fixed)
+			k := edge.NewMarginKeeper(tc.fixed)
 			for _, s := range tc.samples {
 				k.Observe(s)
 			}
@@ -45,7 +43,7 @@ func TestFor(t *testing.T) {
 
 func TestNilKeeper(t *testing.T) {
 	t.Parallel()
-	var k *margin.Keeper
+	var k *edge.MarginKeeper
 	k.Observe(ms)
 	if got := k.For(time.Second); got != 0 {
 		t.Errorf("nil Keeper: %v, want 0", got)
@@ -54,7 +52,7 @@ func TestNilKeeper(t *testing.T) {
 
 func BenchmarkFor(b *testing.B) {
 	b.ReportAllocs()
-	k := margin.New(0)
+	k := edge.NewMarginKeeper(0)
 	for b.Loop() {
 		k.Observe(ms)
 		_ = k.For(100 * ms)
@@ -69,16 +67,16 @@ func TestObserveTransit(t *testing.T) {
 		rel, abs string
 		want     time.Duration // the margin after 64 samples, nothing late
 	}{
-		{"5 ms on the way", "100", "1700000000095", margin.Floor + 5*ms - ms/8},
-		{"no transit", "100", "1700000000100", margin.Floor},
-		{"clocks disagree", "100", "1699999999000", margin.Floor},
-		{"malformed", "x", "1700000000100", margin.Floor},
-		{"absent", "100", "", margin.Floor},
+		{"5 ms on the way", "100", "1700000000095", edge.MarginFloor + 5*ms - ms/8},
+		{"no transit", "100", "1700000000100", edge.MarginFloor},
+		{"clocks disagree", "100", "1699999999000", edge.MarginFloor},
+		{"malformed", "x", "1700000000100", edge.MarginFloor},
+		{"absent", "100", "", edge.MarginFloor},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			k := margin.New(0)
+			k := edge.NewMarginKeeper(0)
 			for range 64 {
 				k.ObserveTransit(now, tc.rel, tc.abs)
 			}

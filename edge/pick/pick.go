@@ -1,12 +1,25 @@
 // Package pick chooses, for one call, the replica most likely to answer
 // within the time the call has left. It is the choice behind grpcbudget's
-// budget_aware balancer and httpbudget's Picker.
+// budget_aware balancer and httpbudget's Picker, and is public for the
+// authors of adapters for other protocols: an adapter creates a [Balancer],
+// a [Replica] per replica, calls [Balancer.Choose] for each call and
+// [Balancer.Done] when the call ends, with the [Result] its protocol's answer
+// means for the replica.
 //
 // Each [Replica] keeps a censoring-aware latency distribution (a
 // [budget.Estimator]: a call cut off by its deadline counts as taking at
-// least that long), a smoothed recent latency that cut-offs can only raise,
-// its requests in flight and its consecutive failures. For each call
-// [Balancer.Choose] reads the call's deadline and
+// least that long), a smoothed recent latency, its requests in flight and
+// its consecutive failures. Latency is learned from successes only ([OK]):
+// an application error ([Answered]) says the replica is alive and nothing
+// of its speed, and a failure ([Failed]: the replica refused, shed or broke,
+// however fast) counts towards ejection and never as a latency, so that a
+// replica failing at once never looks like the fastest. A cut-off
+// ([Expired]) only raises the smoothed latency; on a replica with no
+// success yet it is a lower bound, never taken as better than the best
+// replica's latency, so that a call with little time left cannot make a
+// replica look fast.
+//
+// For each call [Balancer.Choose] reads the call's deadline and
 //
 //   - keeps the replicas likely to finish in time: the smoothed latency and
 //     the estimated 0.99 quantile both within the time left;
@@ -23,11 +36,32 @@
 //
 // A replica much slower than the best one (its smoothed latency by
 // EjectFactor and by MinGap, its median by half EjectFactor), or failing
-// FailLimit calls in a row, is ejected: it is no longer chosen,
-// except as a probe, one call in ProbeEvery, given to a call with time for
-// the replica's estimate. Probes that answer like the others recover it.
-// Ejection and recovery are reported as [budget.EventEject] and
-// [budget.EventRecover].
+// FailLimit calls in a row, is ejected: it is no longer chosen, except as a
+// probe. Probes go to the replicas shunned: ejected, slower than twice the
+// best replica (and by MinGap), or whose estimate does not fit the call;
+// otherwise a replica whose latency or tail was learned during a fault, and
+// that is no longer chosen, would never learn that the fault is over. While
+// some replica is shunned, one call in ProbeEvery is due as a probe, given
+// to the first call with time for the replica's estimate (for a replica
+// that hangs, 8 times the best latency and 20 ms), the shunned replicas
+// taking the probes in turn.
+//
+// Recovery. A replica ejected for its failures returns to service at its
+// first probe that succeeds or answers; one ejected for its latency, after
+// [RecoverProbes] probes in a row that succeed within half the latency that
+// ejected it and within EjectFactor/2 times the best replica's (or as soon as
+// its smoothed latency has fallen that far); a slow probe sent before a fast
+// one ends no run, and calls begun before the replica came back no longer
+// count. So once a fault has ended, and the calls the replica held then
+// have ended (until then they are its load), with m replicas shunned (at
+// most all but the best), each is chosen again for ordinary calls within
+// (RecoverProbes+2) × m × ProbeEvery calls with time for its probe, plus one
+// per caller and one per replica (two probes per replica may have been
+// spent on the fault, one in flight as it ended and one due before it; the
+// callers' calls are those made while the last probe is in flight; the
+// replicas', the draws before the two-choice picks it): with the defaults,
+// one replica shunned among three and 16 callers, 519 calls. Ejection and recovery are reported as
+// [budget.EventEject] and [budget.EventRecover].
 package pick
 
 import (
@@ -50,6 +84,20 @@ const (
 	DefaultWindow      = 250 * time.Millisecond
 )
 
+// Bounds of [Config]: [New] clamps ProbeEvery to [MinProbeEvery,
+// MaxProbeEvery] and EjectFactor to at most MaxEjectFactor. One call in 2
+// as a probe is the most an ejected replica may cost; one in 10,000 the
+// longest wait for its recovery that still counts as recovering.
+const (
+	MinProbeEvery  = 2
+	MaxProbeEvery  = 10000
+	MaxEjectFactor = 100
+)
+
+// RecoverProbes is how many probes in a row that answer fast bring back a
+// replica ejected for its latency.
+const RecoverProbes = 3
+
 // maxScan is how many replicas one choice looks at: larger sets are looked
 // at through a window of maxScan consecutive replicas starting at random.
 const maxScan = 64
@@ -68,12 +116,15 @@ const (
 
 // Config tunes a [Balancer]. The zero value uses the defaults.
 type Config struct {
-	// ProbeEvery: while a replica is ejected, one call in ProbeEvery may go
-	// to it as a probe. Zero means 100 (1 %).
+	// ProbeEvery: while some replica is shunned (ejected, slower than twice
+	// the best, or unfit for the call), one call in ProbeEvery is due as a
+	// probe, the shunned replicas taking them in turn. Zero means
+	// 100 (1 %); other values are clamped to [MinProbeEvery, MaxProbeEvery].
 	ProbeEvery int
 	// EjectFactor: a replica whose recent latency exceeds EjectFactor times
 	// the best replica's (and the best by MinGap) is ejected; it recovers
-	// below half that. Zero means 4.
+	// below half that. Zero (or anything not above 1) means 4; it is at
+	// most MaxEjectFactor.
 	EjectFactor float64
 	// MinGap is the least absolute excess over the best replica's latency
 	// that ejects, so that sub-millisecond jitter ejects nothing. Zero
@@ -97,19 +148,27 @@ type Config struct {
 // when a replica connects keeps probing at the same rate. It is safe for
 // concurrent use.
 type Balancer struct {
-	cfg   Config
-	calls atomic.Uint64 // choices made while some replica was ejected
-	owed  atomic.Int64  // probes due and not yet sent
+	cfg    Config
+	calls  atomic.Uint64 // choices made while some replica was shunned
+	owed   atomic.Int64  // probes due and not yet sent
+	probed atomic.Int64  // the position of the replica last probed
+	best   atomic.Uint64 // float64 bits: the best latency, when last seen with a replica shunned
 }
 
 // New returns a Balancer with cfg, its zero fields set to the defaults.
 func New(cfg Config) *Balancer {
-	if cfg.ProbeEvery <= 0 {
+	switch {
+	case cfg.ProbeEvery == 0:
 		cfg.ProbeEvery = DefaultProbeEvery
+	case cfg.ProbeEvery < MinProbeEvery:
+		cfg.ProbeEvery = MinProbeEvery
+	case cfg.ProbeEvery > MaxProbeEvery:
+		cfg.ProbeEvery = MaxProbeEvery
 	}
-	if cfg.EjectFactor <= 1 {
+	if !(cfg.EjectFactor > 1) { // NaN included
 		cfg.EjectFactor = DefaultEjectFactor
 	}
+	cfg.EjectFactor = min(cfg.EjectFactor, MaxEjectFactor)
 	if cfg.MinGap <= 0 {
 		cfg.MinGap = DefaultMinGap
 	}
@@ -119,7 +178,9 @@ func New(cfg Config) *Balancer {
 	if cfg.Window <= 0 {
 		cfg.Window = DefaultWindow
 	}
-	return &Balancer{cfg: cfg}
+	b := &Balancer{cfg: cfg}
+	b.probed.Store(-1)
+	return b
 }
 
 // Replica is one replica's measurements. Create it with
@@ -134,6 +195,11 @@ type Replica struct {
 	median    atomic.Int64  // the median in ns when last refreshed; 0 for none
 	refreshed atomic.Int64  // when the tail was refreshed, ns since base
 	fails     atomic.Int32  // failures in a row
+	measured  atomic.Bool   // a success has been recorded: ewma is a latency, not only a lower bound
+	good      atomic.Int32  // probes in a row that answered fast
+	goodFrom  atomic.Int64  // when the latest fast probe began, ns since base: a slow probe begun before ends no run
+	probeLat  atomic.Int64  // the latest fast probe's latency in ns
+	renewed   atomic.Int64  // when fast probes last reset its latency, ns since base (0 for never): calls begun before say nothing
 	ejected   atomic.Bool
 	ejectedAt atomic.Int64  // ns since base
 	ejectLat  atomic.Uint64 // float64 bits: the smoothed latency that ejected it; 0 when failures did
@@ -148,6 +214,7 @@ func since(t time.Time) int64 { return int64(t.Sub(base)) }
 func (b *Balancer) NewReplica(name string) *Replica {
 	r := &Replica{name: name}
 	r.est.Window = b.cfg.Window
+	r.goodFrom.Store(math.MinInt64)
 	return r
 }
 
@@ -174,29 +241,65 @@ func (r *Replica) Begin() { r.inflight.Add(1) }
 // measurements go.
 type Result uint8
 
-// The results of a call.
+// The results of a call. An adapter maps its protocol's outcomes onto them;
+// grpcbudget's balancer and httpbudget's Picker document their tables.
 const (
-	OK       Result = iota // the replica answered (an application error included): a latency sample
-	Expired                // the call was cut off by its deadline: it would have taken at least that long
-	Failed                 // the replica failed (unavailable, internal error): counts towards ejection
-	Canceled               // the caller gave up: says nothing about the replica
+	// OK: the replica did the work. The only result that is a latency
+	// sample.
+	OK Result = iota
+	// Expired: the call was cut off by its own deadline (not by an answer
+	// saying "deadline exceeded" well before it): it would have taken at
+	// least that long. A lower bound of the latency.
+	Expired
+	// Failed: the replica failed the call, however fast: unavailable,
+	// overloaded or shedding, an internal error. Counts towards ejection,
+	// never as a latency.
+	Failed
+	// Canceled: the caller gave up; says nothing about the replica.
+	Canceled
+	// Answered: the replica answered with an application error (not
+	// found, invalid argument, permission denied): it is alive, which ends
+	// a run of failures, but its speed at refusing says nothing of its
+	// speed at working.
+	Answered
 )
 
 // Done records the end of a call begun on r at start, ended at end, and
 // whether it was a probe.
 func (b *Balancer) Done(r *Replica, start, end time.Time, probe bool, res Result) {
 	r.inflight.Add(-1)
+	if rn := r.renewed.Load(); rn != 0 && since(start) < rn {
+		return // begun before fast probes reset what the replica had learned
+	}
 	d := end.Sub(start)
 	switch res {
 	case OK:
 		r.est.RecordAt(end, d)
-		r.fails.Store(0)
-		r.observe(d, false, probe && r.ejected.Load())
+		if r.fails.Load() != 0 {
+			r.fails.Store(0)
+		}
+		if !r.measured.Load() {
+			r.measured.Store(true)
+		}
+		r.observe(d, false, probe)
+		if probe {
+			b.judgeProbe(r, start, end)
+		}
 	case Expired:
 		r.est.RecordCensoredAt(end, d)
+		// A probe cut off may have been sent long before the fast probes
+		// that answered since: it ends no run of them.
 		r.observe(d, true, false)
 	case Failed:
-		r.fails.Add(1)
+		if r.fails.Load() < math.MaxInt32 {
+			r.fails.Add(1)
+		}
+		if probe {
+			r.endRun(start)
+		}
+		return
+	case Answered:
+		r.fails.Store(0)
 		return
 	default:
 		return
@@ -214,8 +317,60 @@ func (b *Balancer) Done(r *Replica, start, end time.Time, probe bool, res Result
 	}
 }
 
+// judgeProbe counts a probe begun at start that succeeded at end as fast, or ends the run of
+// fast probes: fast is within EjectFactor/2 times the best replica's latency
+// (or by no more than MinGap) and, for an ejected replica, within half the
+// latency that ejected it. RecoverProbes fast probes in a row of a replica
+// that is not ejected, only shunned for its smoothed latency, set that
+// latency to the latest of them.
+func (b *Balancer) judgeProbe(r *Replica, start, end time.Time) {
+	d := end.Sub(start)
+	x := float64(d)
+	best := math.Float64frombits(b.best.Load())
+	ejected := r.ejected.Load()
+	el := 0.0
+	if ejected {
+		el = math.Float64frombits(r.ejectLat.Load())
+	}
+	if (el > 0 && x > el/2) || (best > 0 && x > b.cfg.EjectFactor/2*best && x-best > float64(b.cfg.MinGap)) {
+		r.endRun(start)
+		return
+	}
+	if s := since(start); s > r.goodFrom.Load() {
+		r.goodFrom.Store(s)
+	}
+	r.probeLat.Store(int64(max(d, 1)))
+	if r.good.Add(1) >= RecoverProbes && !ejected {
+		r.renew(x, end)
+	}
+}
+
+// endRun ends r's run of fast probes for a probe that failed or answered
+// slowly, unless it began before the latest fast one: a probe sent during a
+// fault may answer after the fault has ended, and says nothing of now.
+func (r *Replica) endRun(start time.Time) {
+	if since(start) > r.goodFrom.Load() {
+		r.good.Store(0)
+	}
+}
+
+// renew sets r's smoothed latency at now to l, the latest of the fast probes that
+// brought it back, forgets its distribution, and has it ignore the calls
+// begun before: calls sent while it hung would otherwise raise its
+// latency and tail again long after.
+func (r *Replica) renew(l float64, now time.Time) {
+	r.renewed.Store(since(now))
+	r.ewma.Store(math.Float64bits(l))
+	r.good.Store(0)
+	r.est.Reset()
+	r.tail.Store(0)
+	r.median.Store(0)
+}
+
 // observe folds d into the smoothed latency. A cut-off (lower) only raises
-// it: the call took at least d.
+// it: the call took at least d. On a replica with no success yet a cut-off
+// is stored as it is, a lower bound that [Balancer.Choose] never takes as
+// better than the best replica's latency.
 func (r *Replica) observe(d time.Duration, lower, fast bool) {
 	x := float64(max(d, 1))
 	a := alpha
@@ -266,7 +421,7 @@ func (b *Balancer) Choose(ctx context.Context, now time.Time, reps []*Replica) (
 		r := reps[(off+k)%total]
 		l := math.Float64frombits(r.ewma.Load())
 		lat[k] = l
-		if l > 0 && int(r.fails.Load()) < b.cfg.FailLimit && l < best {
+		if l > 0 && r.measured.Load() && int(r.fails.Load()) < b.cfg.FailLimit && l < best {
 			best = l
 		}
 	}
@@ -274,19 +429,27 @@ func (b *Balancer) Choose(ctx context.Context, now time.Time, reps []*Replica) (
 		best = 0
 	}
 	floor := 2 * max(best, 1)
+	gap := float64(b.cfg.MinGap)
 	var fit uint64
-	nfit, bestK, anyEjected := 0, -1, false
+	var shun uint64 // replicas ejected, or avoided for their latency: they get the probes
+	nfit, bestK := 0, -1
 	for k := range n {
 		r := reps[(off+k)%total]
 		l := lat[k]
-		if l == 0 {
-			l = best // nothing measured yet: as good as the best
+		if l < best && !r.measured.Load() {
+			l = best // nothing measured yet, or only a lower bound: as good as the best
 		}
 		load := float64(r.inflight.Load() + 1)
 		cost[k], raw[k] = load*max(1, l/floor), load*max(l, 1)
 		if b.ejected(ctx, now, r, lat[k], best, rem) {
-			anyEjected = true
+			shun |= 1 << k
 			continue
+		}
+		if l > floor && l-best > gap {
+			// Slower than the best by more than noise: chosen only when
+			// the others are busy, it would learn nothing more, and a
+			// latency learned in a fault would keep it idle for good.
+			shun |= 1 << k
 		}
 		if bestK < 0 || raw[k] < raw[bestK] {
 			bestK = k
@@ -294,10 +457,17 @@ func (b *Balancer) Choose(ctx context.Context, now time.Time, reps []*Replica) (
 		if time.Duration(l) <= rem && time.Duration(r.tail.Load()) <= rem {
 			fit |= 1 << k
 			nfit++
+		} else {
+			// Its estimate does not fit: a tail learned in a fault would
+			// otherwise keep it from every call, and from learning.
+			shun |= 1 << k
 		}
 	}
-	if anyEjected {
-		if k, ok := b.probe(reps, off, n, &lat, best, rem); ok {
+	if shun != 0 {
+		if bb := math.Float64bits(best); b.best.Load() != bb {
+			b.best.Store(bb)
+		}
+		if k, ok := b.probe(reps, off, n, shun, &lat, best, rem); ok {
 			return (off + k) % total, true
 		}
 	}
@@ -349,7 +519,9 @@ func cheapest(cost *[maxScan]float64, n int) int {
 // against the best (within half the factor that ejected it) and its own
 // latency has fallen to half what ejected it: a machine that slows every
 // replica at once brings the best closer to it without its having
-// recovered. One ejected for its failures recovers at its first success.
+// recovered; or after RecoverProbes fast probes in a row, its smoothed
+// latency then set to the latest of them. One ejected for its failures
+// recovers at its first probe that succeeds or answers.
 func (b *Balancer) ejected(ctx context.Context, now time.Time, r *Replica, l, best float64, rem time.Duration) bool {
 	failing := int(r.fails.Load()) >= b.cfg.FailLimit
 	gap := float64(b.cfg.MinGap)
@@ -358,10 +530,19 @@ func (b *Balancer) ejected(ctx context.Context, now time.Time, r *Replica, l, be
 		if el := math.Float64frombits(r.ejectLat.Load()); el > 0 && l > el/2 {
 			slow = true
 		}
-		if failing || slow {
+		if failing {
+			return true
+		}
+		fast := r.good.Load() >= RecoverProbes
+		if slow && !fast {
 			return true
 		}
 		if r.ejected.CompareAndSwap(true, false) {
+			if slow {
+				l = float64(r.probeLat.Load())
+				r.renew(l, now)
+			}
+			r.good.Store(0)
 			r.est.Reset() // the slow samples of before say nothing now
 			r.tail.Store(0)
 			r.median.Store(0)
@@ -379,6 +560,7 @@ func (b *Balancer) ejected(ctx context.Context, now time.Time, r *Replica, l, be
 		return false
 	}
 	if r.ejected.CompareAndSwap(false, true) {
+		r.good.Store(0)
 		r.ejectedAt.Store(since(now))
 		el := l
 		if failing {
@@ -422,7 +604,7 @@ const maxOwed = 4
 // exceeds it, for 8 times the best latency and 20 ms (a probe of a replica
 // that hangs costs its call, so that one probe in ProbeEvery calls is all
 // a hanging replica costs).
-func (b *Balancer) probe(reps []*Replica, off, n int, lat *[maxScan]float64, best float64, rem time.Duration) (int, bool) {
+func (b *Balancer) probe(reps []*Replica, off, n int, shun uint64, lat *[maxScan]float64, best float64, rem time.Duration) (int, bool) {
 	c := b.calls.Add(1)
 	if c%uint64(b.cfg.ProbeEvery) == 0 && b.owed.Load() < maxOwed {
 		b.owed.Add(1)
@@ -430,11 +612,20 @@ func (b *Balancer) probe(reps []*Replica, off, n int, lat *[maxScan]float64, bes
 	if b.owed.Load() <= 0 {
 		return 0, false
 	}
+	// The ejected replicas take the probes in turn: the search starts after
+	// the replica probed last.
 	total := len(reps)
+	s := (int(b.probed.Load()) + 1 - off) % total
+	if s < 0 {
+		s += total
+	}
+	if s >= n {
+		s = 0
+	}
 	for i := range n {
-		k := (int(c%uint64(n)) + i) % n
+		k := (s + i) % n
 		r := reps[(off+k)%total]
-		if !r.ejected.Load() {
+		if shun&(1<<k) == 0 {
 			continue
 		}
 		need := max(time.Duration(lat[k]), time.Duration(r.tail.Load()))
@@ -446,7 +637,23 @@ func (b *Balancer) probe(reps []*Replica, off, n int, lat *[maxScan]float64, bes
 			b.owed.Add(1)
 			return 0, false
 		}
+		b.probed.Store(int64((off + k) % total))
 		return k, true
 	}
 	return 0, false
+}
+
+// CutOff reports whether a call begun at start that ended at end with a
+// deadline error was cut off by its own deadline: it had one, and ended
+// with at most a tenth of the time it had at start left (or 1 ms, whichever
+// is more: the callee answers a little before the deadline, keeping a
+// margin for the answer's way back). Such a call is [Expired]. A "deadline
+// exceeded" answered with more time left is the replica's own (it shed the
+// call, or its own work ran out of time): [Failed].
+func CutOff(start, end, deadline time.Time, hasDeadline bool) bool {
+	if !hasDeadline {
+		return false
+	}
+	slack := max(deadline.Sub(start)/10, time.Millisecond)
+	return !end.Before(deadline.Add(-slack))
 }

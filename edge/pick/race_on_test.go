@@ -1,0 +1,6 @@
+//go:build race
+
+package pick
+
+// raceEnabled: the race detector slows the simulations about twentyfold.
+const raceEnabled = true
