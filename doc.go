@@ -90,8 +90,12 @@
 //     after three fast ones if it was slow, so that once the calls it held
 //     have ended it is chosen again within (3 + 2) × m × ProbeEvery calls,
 //     m being the number of shunned replicas.
-//   - A [Queue] that stands serves newest-first and sheds what waited past
-//     Target; it stops standing when it is next empty.
+//   - A [Queue] with a positive Target that stands serves newest-first and
+//     sheds what waited past Target; it stops standing when it is next
+//     empty. A deadline-driven Queue (zero Target) holds nothing past its
+//     deadline, and its learned service time follows each backlog (a
+//     moving average over about eight hand-outs): once the overload ends,
+//     its expected wait falls with the items it holds.
 //   - A [RetryQuota] counts the requests and retries of its TTL (10 s): an
 //     exhausted quota refills within a TTL of the fault's end.
 //

@@ -31,44 +31,82 @@ var (
 // ledger as an [EventQueue] whose Outcome is ok when the item was handed out
 // and says why when it was dropped.
 //
-// Under a standing queue it serves newest-first and bounds how long items may
-// wait, as Facebook's "Fail at Scale" describes: an item put while the queue
-// is standing may wait Target, one put while it is not may wait Interval. The
-// queue stands once it has not been empty for Interval and its oldest item
-// has waited longer than Target, and it stands until it is next empty, so a
-// queue that is busy but flowing (every item waits less than Target, as in a
-// burst below capacity) stays FIFO and sheds nothing. In normal operation the
-// queue is FIFO and short; under overload the newest items, whose callers are
-// still waiting, are served first, and old ones are shed quickly instead of
-// each being served just too late. A negative Target turns this off: FIFO
-// always, and items are dropped only when their own budget runs out.
+// With a zero Target (the default) the queue is deadline-driven and sizes
+// itself from what it measures; nothing needs to be set:
+//
+//   - Get serves the item with the earliest deadline among those that can
+//     still finish, so a request with 50 ms left is not starved behind one
+//     with 3 s left. An item can finish when it has more time left than the
+//     consumer's service time the queue has learned (below); an item with no
+//     deadline takes its place as if due Interval after it was put. When no
+//     item can finish, Get hands out the one with the most time left.
+//   - The queue learns the service time from the interval between two
+//     hand-outs while items kept waiting (all consumers were busy), times
+//     the most consumers it has seen waiting at once, plus twice the
+//     interval's mean deviation as a margin (moving averages over about
+//     eight hand-outs). Until it has seen a backlog it knows nothing and
+//     expects nothing.
+//   - Put expects, for a new item, the learned interval between hand-outs
+//     for each item held that would be served before it (due earlier and
+//     able to finish), and refuses it when its time cannot cover that wait
+//     plus the larger of MinUseful and the learned service time. An item
+//     admitted this way is refused no longer by a bound of its own: only its
+//     deadline, and the items due before it, can drop it.
+//   - Under load the lower classes go first: while the queue is standing
+//     (below), Get serves the most critical class that has an item able to
+//     finish, and Put counts every item of a more critical class as ahead.
+//
+// So a queue under overload holds the items it can serve in time, serves
+// them just in time, short budgets first, and refuses the rest at once: a
+// consumer that propagates the deadline wastes no work on items that cannot
+// finish. A queue whose consumers serve a few items a second learns slowly;
+// its service time follows the latest backlog, not the quiet spells in
+// between.
+//
+// With a positive Target the queue follows Facebook's "Fail at Scale"
+// instead: under a standing queue it serves newest-first and bounds how long
+// items may wait: an item put while the queue is standing may wait Target,
+// one put while it is not may wait Interval. In normal operation the queue is
+// FIFO and short; under overload the newest items, whose callers are still
+// waiting, are served first, and old ones are shed quickly instead of each
+// being served just too late. That suits items with no deadline, or
+// deadlines much longer than anyone waits. A negative Target turns both
+// modes off: FIFO always, and items are dropped only when their own budget
+// runs out.
+//
+// The queue stands once it has not been empty for Interval and its oldest
+// item has waited longer than Target (5 ms for a zero Target), and it stands
+// until it is next empty, so a queue that is busy but flowing (every item
+// waits less than that, as in a burst below capacity) stays in its normal
+// order and sheds nothing.
 //
 // Each item is kept with the context it was put with, as a request queue
 // must: that context is the item's budget, and Get hands it back for the
 // item's work.
 //
 // Each item has the class its context carries ([CriticalityFrom]), and under
-// load the lower classes go first. While the queue is standing, Get serves
-// the most critical class present, so sheddable items wait behind default
-// ones and default ones behind critical ones, and it is their sojourn bound
-// that runs out first. Within a class it serves newest-first only once that
-// class itself has not been empty for Interval: a class that keeps draining
-// (critical work that is a fraction of the capacity, say) is served in
-// order, so none of its items waits behind newer ones of its own class until
-// its bound sheds it. A full queue takes an item by
-// displacing the oldest item of the least critical class below the new
-// item's own (dropped with [ErrQueueFull] as its reason and counted in
-// QueueStats.Displaced), so a critical item is refused as full only when
-// the queue holds nothing but critical items, and a sheddable one whenever
-// it is full. Put expects the wait of the item's own class (a moving
-// average per class), so critical items are not refused for the waits of
-// sheddable ones. In normal operation (not standing) the queue stays FIFO
-// across classes.
+// load the lower classes go first. With a positive Target, while the queue
+// is standing, Get serves the most critical class present, so sheddable
+// items wait behind default ones and default ones behind critical ones, and
+// it is their sojourn bound that runs out first. Within a class it serves
+// newest-first only once that class itself has not been empty for Interval:
+// a class that keeps draining (critical work that is a fraction of the
+// capacity, say) is served in order, so none of its items waits behind
+// newer ones of its own class until its bound sheds it; Put expects the wait
+// of the item's own class (a moving average per class), so critical items
+// are not refused for the waits of sheddable ones. In either mode a full
+// queue takes an item by displacing the oldest item of the least critical
+// class below the new item's own (dropped with [ErrQueueFull] as its reason
+// and counted in QueueStats.Displaced), so a critical item is refused as
+// full only when the queue holds nothing but critical items, and a
+// sheddable one whenever it is full.
 //
 // The zero value is ready to use with the defaults. Set the fields before
 // first use. A Queue must not be copied after first use. It is safe for
 // concurrent use: one mutex guards it, Put and Get allocate nothing when Get
-// does not have to wait, and a waiting Get costs one channel.
+// does not have to wait, and a waiting Get costs one channel. A
+// deadline-driven queue looks at every item it holds on each Put and Get
+// (a few nanoseconds an item).
 //
 // A consumer that runs CPU-bound items back to back in a process with few
 // CPUs should let the process's other goroutines run between two items
@@ -87,19 +125,25 @@ type Queue[T any] struct {
 	// and Get drops an item left with MinUseful or less. Zero refuses and
 	// drops only items with no time left.
 	MinUseful time.Duration
-	// Target is the sojourn bound of items put while the queue is standing.
-	// Zero means 5 ms (CoDel's target, and the 5 ms of Facebook's "Fail at
-	// Scale"); a negative value turns off adaptive LIFO and sojourn bounds.
-	// 5 ms suits items whose work takes well under a millisecond; when one
-	// item's work takes milliseconds, 5 ms is about one item's wait and a
-	// standing queue sheds work, critical work included, that would finish
-	// in time: set Target to a fraction of the budget (a quarter, say).
+	// Target chooses the queue's mode (see [Queue]). Zero, the default, is
+	// deadline-driven: earliest deadline first among the items that can
+	// still finish, with the service time learned; the queue counts as
+	// standing once its oldest item has waited 5 ms. A positive Target is
+	// the sojourn bound of items put while the queue is standing, with
+	// adaptive LIFO ("Fail at Scale"; CoDel's 5 ms is the classic value):
+	// 5 ms suits items whose work takes well under a millisecond, and when
+	// one item's work takes milliseconds a fraction of the budget (a
+	// quarter, say) keeps a standing queue from shedding work that would
+	// finish in time. A negative value turns both off: FIFO, and items
+	// are dropped only when their own budget runs out.
 	Target time.Duration
 	// Interval is how long the queue must stay non-empty (with its oldest
-	// item waiting longer than Target) to count as standing, how long a
-	// class must stay non-empty to be served newest-first, and the sojourn
-	// bound of items put while the queue is not standing. Zero means 100 ms
-	// (CoDel's interval).
+	// item waiting longer than Target) to count as standing; with a
+	// positive Target, how long a class must stay non-empty to be served
+	// newest-first and the sojourn bound of items put while the queue is not
+	// standing; in the deadline-driven mode, how long after it was put an
+	// item with no deadline is due (such an item also keeps the sojourn
+	// bounds of a Target of 5 ms). Zero means 100 ms (CoDel's interval).
 	Interval time.Duration
 	// OnDrop, when not nil, is called for each item dropped by Get (or by a
 	// Put making room in a full queue), outside the queue's lock, with the item's context and the reason: an error
@@ -118,6 +162,12 @@ type Queue[T any] struct {
 	since     [3]time.Time     // per class ring: when it last stopped being empty
 	wait      [3]time.Duration // moving average of the wait of items handed out, per class
 	stats     QueueStats
+	// Deadline mode (Target zero): what the queue learns of its consumers.
+	gap       time.Duration // moving average of the interval between hand-outs from a backlog
+	gapDev    time.Duration // moving average of its deviation
+	lastOut   time.Time     // when an item was last handed out
+	backlog   bool          // items waited when it was, and have since
+	consumers int           // the most consumers seen waiting at once
 }
 
 type queued[T any] struct {
@@ -126,6 +176,7 @@ type queued[T any] struct {
 	at        time.Time
 	remaining time.Duration // time left when it was put
 	bound     time.Duration // longest it may wait; zero for no bound
+	due       time.Time     // its deadline less its reserve; zero for none
 }
 
 // QueueStats counts what a [Queue] did with its items.
@@ -180,23 +231,24 @@ func (q *Queue[T]) Put(ctx context.Context, item T) error {
 		q.drop(e, now, reason)
 		q.mu.Lock()
 	}
-	expected := q.wait[class+1]
-	if q.n == 0 && len(q.waiters) > 0 {
-		expected = 0
+	var due time.Time
+	if available != noDeadline {
+		due = now.Add(available)
 	}
-	if available != noDeadline && available-expected <= q.MinUseful {
+	expected, need := q.expected(class, due, now)
+	if available != noDeadline && available-expected <= need {
 		q.stats.Refused++
 		q.mu.Unlock()
-		return refuse(ctx, r, nil, q.name(), 0, expected+q.MinUseful)
+		return refuse(ctx, r, nil, q.name(), 0, expected+need)
 	}
 	bound := time.Duration(0)
-	if q.Target >= 0 {
+	if q.Target >= 0 && (due.IsZero() || !q.deadlineMode()) {
 		bound = q.interval()
 		if q.standing(now) {
 			bound = q.target()
 		}
 	}
-	q.push(class, queued[T]{ctx: ctx, item: item, at: now, remaining: r.remaining, bound: bound}, now)
+	q.push(class, queued[T]{ctx: ctx, item: item, at: now, remaining: r.remaining, bound: bound, due: due}, now)
 	q.stats.Put++
 	if len(q.waiters) > 0 {
 		w := q.waiters[0]
@@ -205,6 +257,19 @@ func (q *Queue[T]) Put(ctx context.Context, item T) error {
 	}
 	q.mu.Unlock()
 	return nil
+}
+
+// expected returns the wait Put expects for an item of class c due at due
+// (zero for none), and the time it needs beyond that wait.
+func (q *Queue[T]) expected(c Criticality, due, now time.Time) (wait, need time.Duration) {
+	wait, need = q.wait[c+1], q.MinUseful
+	if q.deadlineMode() {
+		wait, need = q.expectedByDeadline(c, due, now), max(need, q.service())
+	}
+	if q.n == 0 && len(q.waiters) > 0 {
+		wait = 0
+	}
+	return wait, need
 }
 
 // refused records that Put refused an item for a reason other than time, and
@@ -239,17 +304,7 @@ func (q *Queue[T]) Get(ctx context.Context) (T, context.Context, error) {
 		q.mu.Lock()
 		now := time.Now()
 		if q.n > 0 {
-			// Look at the oldest item of each class first, so that stale
-			// items do not linger at the back while the newest are served.
-			i, reason := q.unservable(now)
-			newest := false
-			if i < 0 {
-				i, newest = q.next(now)
-			}
-			e := q.pop(i, newest, now)
-			if reason == nil {
-				reason = q.dropReason(e, now)
-			}
+			e, i, reason := q.take(now)
 			if reason != nil {
 				q.count(reason)
 				q.mu.Unlock()
@@ -258,6 +313,7 @@ func (q *Queue[T]) Get(ctx context.Context) (T, context.Context, error) {
 			}
 			wait := now.Sub(e.at)
 			q.wait[i] += (wait - q.wait[i]) / 8
+			q.learnGap(now)
 			q.stats.Served++
 			q.mu.Unlock()
 			emit(e.ctx, stateOf(e.ctx), nil, Event{Kind: EventQueue, Stage: q.name(), At: e.at, Duration: wait,
@@ -266,6 +322,7 @@ func (q *Queue[T]) Get(ctx context.Context) (T, context.Context, error) {
 		}
 		w := make(chan struct{}, 1)
 		q.waiters = append(q.waiters, w)
+		q.consumers = max(q.consumers, len(q.waiters))
 		q.mu.Unlock()
 		select {
 		case <-w:
@@ -281,6 +338,30 @@ func (q *Queue[T]) Get(ctx context.Context) (T, context.Context, error) {
 			return zero, nil, ctx.Err()
 		}
 	}
+}
+
+// take removes the item Get looks at next, with its class ring, and says
+// why it must be dropped instead of handed out (nil: hand it out).
+func (q *Queue[T]) take(now time.Time) (queued[T], int, error) {
+	if q.deadlineMode() {
+		i, k, reason := q.unservableAny(now)
+		if i < 0 {
+			i, k = q.pickByDeadline(now)
+		}
+		return q.removeAt(i, k, now), i, reason
+	}
+	// Look at the oldest item of each class first, so that stale items do
+	// not linger at the back while the newest are served.
+	i, reason := q.unservable(now)
+	newest := false
+	if i < 0 {
+		i, newest = q.next(now)
+	}
+	e := q.pop(i, newest, now)
+	if reason == nil {
+		reason = q.dropReason(e, now)
+	}
+	return e, i, reason
 }
 
 // dropReason says why e must not be handed out at now, or nil.
@@ -377,7 +458,7 @@ func (q *Queue[T]) pop(i int, newest bool, now time.Time) queued[T] {
 		e = q.items[i].popFront()
 	}
 	if q.n--; q.n == 0 {
-		q.lastEmpty, q.stood = now, false
+		q.lastEmpty, q.stood, q.backlog = now, false, false
 	}
 	return e
 }

@@ -157,12 +157,12 @@ func TestQueueCanceledWaiterLeavesAtOnce(t *testing.T) {
 
 // Under a standing queue Get serves newest-first and sheds items past their
 // sojourn bound: Interval for items put before the queue stood, Target
-// after.
+// after (a positive Target: CoDel's 5 ms here).
 func TestQueueAdaptiveLIFOAndSojournBound(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var shed []string
-		q := &budget.Queue[string]{OnDrop: func(_ context.Context, item string, reason error) {
+		q := &budget.Queue[string]{Target: 5 * time.Millisecond, OnDrop: func(_ context.Context, item string, reason error) {
 			if errors.Is(reason, budget.ErrQueueSojourn) {
 				shed = append(shed, item)
 			}

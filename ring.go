@@ -32,3 +32,19 @@ func (r *ring[T]) popBack() T {
 	r.n--
 	return v
 }
+
+// at returns the k-th item from the front.
+func (r *ring[T]) at(k int) T { return r.buf[(r.head+k)%len(r.buf)] }
+
+// removeAt takes the k-th item from the front out of the ring, moving the
+// ones behind it forward.
+func (r *ring[T]) removeAt(k int) T {
+	var zero T
+	v := r.at(k)
+	for j := k; j < r.n-1; j++ {
+		r.buf[(r.head+j)%len(r.buf)] = r.buf[(r.head+j+1)%len(r.buf)]
+	}
+	r.buf[(r.head+r.n-1)%len(r.buf)] = zero
+	r.n--
+	return v
+}

@@ -1,13 +1,15 @@
 // Command overload runs the overload head to head: the same service graph,
 // with its bottleneck in a CPU-bound backend process, protected in turn by
-// nothing, careful per-call timeouts, failsafe-go, go-zero's adaptive
-// shedder, Kratos' BBR limiter and budget, under open-loop load at multiples
-// of the capacity it measures first. See package
+// nothing, careful per-call timeouts, failsafe-go (bulkhead, adaptive
+// limiter, priority limiter), go-zero's adaptive shedder, Kratos' BBR
+// limiter and budget, under open-loop load at multiples of the capacity it
+// measures first, on three workloads (uniform, mixed budgets and work,
+// fan-out). See package
 // github.com/timebudget/budget/compare/internal/overload.
 //
 // From the repository root:
 //
-//	go run ./compare/cmd/overload [-json FILE] [-svg FILE] [-check] [-duration 4s] [-warmup 2s] ...
+//	go run ./compare/cmd/overload [-json FILE] [-svg FILE] [-check] [-duration 4s] [-warmup 2s] [-workloads uniform,mixed,fanout] [-budgets 100ms:0.3,500ms:0.4,3s:0.3] [-costs 1ms:0.7,20ms:0.3] ...
 package main
 
 import (
@@ -41,7 +43,10 @@ func run() error {
 	flag.Float64Var(&cfg.Capacity, "capacity", 0, "use this capacity (requests/s) instead of measuring it")
 	flag.DurationVar(&cfg.Work, "work", 4*time.Millisecond, "CPU time of one request's work in the backend")
 	flag.IntVar(&cfg.BackendProcs, "backend-procs", 1, "GOMAXPROCS of the backend process")
-	flag.DurationVar(&cfg.Budget, "budget", 300*time.Millisecond, "every request's budget")
+	flag.DurationVar(&cfg.Budget, "budget", 300*time.Millisecond, "every request's budget in the uniform and fan-out workloads")
+	workloads := flag.String("workloads", strings.Join(overload.Workloads(), ","), "workloads to run, comma-separated")
+	budgets := flag.String("budgets", "100ms:0.3,500ms:0.4,3s:0.3", "the mixed workload's budgets, as value:share pairs")
+	costs := flag.String("costs", "1ms:0.7,20ms:0.3", "the mixed workload's CPU time a request in the backend, as value:share pairs")
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the arrivals and classes")
 	loads := flag.String("loads", "0.8,1.5,3", "offered loads, as multiples of the capacity, comma-separated")
 	variants := flag.String("variants", strings.Join(overload.Variants(), ","), "variants to run, comma-separated")
@@ -56,6 +61,16 @@ func run() error {
 	}
 	for _, v := range strings.Split(*variants, ",") {
 		cfg.Variants = append(cfg.Variants, strings.TrimSpace(v))
+	}
+	for _, w := range strings.Split(*workloads, ",") {
+		cfg.Workloads = append(cfg.Workloads, strings.TrimSpace(w))
+	}
+	var err error
+	if cfg.Budgets, err = overload.ParseMix(*budgets); err != nil {
+		return fmt.Errorf("-budgets: %w", err)
+	}
+	if cfg.Costs, err = overload.ParseMix(*costs); err != nil {
+		return fmt.Errorf("-costs: %w", err)
 	}
 	cfg.Progress = os.Stderr
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

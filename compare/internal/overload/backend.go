@@ -28,6 +28,8 @@ const backendEnv = "BUDGET_OVERLOAD_BACKEND"
 const (
 	idHeader    = "Overload-Id"
 	classHeader = "Overload-Class"
+	unitsHeader = "Overload-Units" // the request's work, in units
+	partHeader  = "Overload-Part"  // which of the edge's calls, in the fan-out workload
 )
 
 // backendSpec is what a backend process needs to know.
@@ -57,6 +59,7 @@ func ServeBackendIfChild() {
 // record is what the backend knows of one request.
 type record struct {
 	ID      int64  `json:"id"`
+	Part    int    `json:"part"`    // which of the edge's calls for the request
 	Class   string `json:"class"`   // the class the backend saw
 	Started bool   `json:"started"` // its work began
 	Units   int64  `json:"units"`   // units of work it ran
@@ -72,26 +75,32 @@ type backendStats struct {
 // ledger holds the backend's records.
 type ledger struct {
 	mu   sync.Mutex
-	recs map[int64]*entry
+	recs map[key]*entry
+}
+
+type key struct {
+	id   int64
+	part int
 }
 
 type entry struct {
 	class   string
+	want    int // units of work the request asked for
 	started atomic.Bool
 	done    atomic.Bool
 	units   atomic.Int64
 }
 
-func (l *ledger) arrive(id int64, class string) *entry {
+func (l *ledger) arrive(k key, class string, want int) *entry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.recs == nil {
-		l.recs = make(map[int64]*entry)
+		l.recs = make(map[key]*entry)
 	}
-	e := l.recs[id]
+	e := l.recs[k]
 	if e == nil {
-		e = &entry{class: class}
-		l.recs[id] = e
+		e = &entry{class: class, want: want}
+		l.recs[k] = e
 	}
 	return e
 }
@@ -100,8 +109,8 @@ func (l *ledger) snapshot() []record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([]record, 0, len(l.recs))
-	for id, e := range l.recs {
-		out = append(out, record{ID: id, Class: e.class, Started: e.started.Load(), Units: e.units.Load(), Done: e.done.Load()})
+	for k, e := range l.recs {
+		out = append(out, record{ID: k.id, Part: k.part, Class: e.class, Started: e.started.Load(), Units: e.units.Load(), Done: e.done.Load()})
 	}
 	return out
 }
@@ -121,7 +130,11 @@ func serveBackend(specJSON string, in io.Reader, out io.Writer) error {
 	l := new(ledger)
 	job := func(ctx context.Context, e *entry) error {
 		e.started.Store(true)
-		if err := work(ctx, spec.Rounds, spec.Units, &e.units); err != nil {
+		units := e.want
+		if units <= 0 {
+			units = spec.Units
+		}
+		if err := work(ctx, spec.Rounds, units, &e.units); err != nil {
 			return err
 		}
 		e.done.Store(true)
@@ -130,7 +143,9 @@ func serveBackend(specJSON string, in io.Reader, out io.Writer) error {
 	mux := http.NewServeMux()
 	mux.Handle("/work", v.serve("backend", v.backend(func(r *http.Request) (context.Context, *entry) {
 		id, _ := strconv.ParseInt(r.Header.Get(idHeader), 10, 64)
-		return r.Context(), l.arrive(id, v.classSeen(r))
+		part, _ := strconv.Atoi(r.Header.Get(partHeader))
+		want, _ := strconv.Atoi(r.Header.Get(unitsHeader))
+		return r.Context(), l.arrive(key{id, part}, v.classSeen(r), want)
 	}, job)))
 	mux.HandleFunc("/stats", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -2,48 +2,47 @@ package overload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"runtime"
+	"strconv"
 	"sync"
-	"time"
 
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/httpbudget"
 	"github.com/timebudget/budget/wire"
 )
 
-// The budget variant's tuning, both documented options sized from the
-// budget rather than left at values made for other services:
+// The budget variant is untuned: it sets only what its user knows, the
+// edge's policy (how long its users wait at most, and that it trusts what
+// their client says is left) and the classifier (the route says the class).
+// The backend's Queue keeps every sizing field at its default (Target,
+// MinUseful and the rest): whatever sizing it needs it learns from what it
+// measures. A test asserts it (TestBudgetVariantIsUntuned).
 //
-//   - The backend's Queue bounds how long an item put while the queue is
-//     standing may wait (Target) to a quarter of the budget, instead of
-//     CoDel's 5 ms: with 4 ms of work a request, 5 ms is about one request's
-//     wait, so a standing queue shed admitted work, critical work included,
-//     that would have finished well inside its budget. The Queue still
-//     refuses on arrival what cannot wait and finish in time, and serves the
-//     most critical class first while standing.
-//   - The Op around the middle's calls to the backend has Limit = what the
-//     backend's CPUs serve in that time (Little's law: Target over one
-//     request's CPU time, per CPU), so the backend holds no more work than it
-//     can start within Target, and the Limit's class shares (sheddable half,
-//     critical the top quarter) are sized by time, not by a small count: a
-//     Limit of four per CPU refused sheddable work at 0.8x capacity that
-//     would have finished in time.
-func budgetTarget(p params) time.Duration { return p.Budget / 4 }
+// The middle hop calls the backend with the deadline and class it was
+// sent, and no Op: the backend's deadline-driven Queue admits what it can
+// serve in time and refuses the rest at once, by deadline. An Op with its
+// defaults in front of it was measured to refuse short-budget calls: its
+// latency estimate mixes the calls of every budget, and behind a queue
+// served by deadline, calls with 3 s wait far longer than calls with
+// 100 ms, so a default-class call with 100 ms looked unlikely to finish
+// (on the mixed workload at 3x, 15-19 % of the 100 ms group in budget with
+// the Op, 18-30 % without it, in runs on a busy machine).
 
-// budgetLimit is the Op's Limit: the requests the backend's CPUs serve in
-// budgetTarget.
-func budgetLimit(p params) int {
-	return max(1, int(budgetTarget(p)/max(p.Work, time.Millisecond))) * max(p.Procs, 1)
+// budgetQueue is the backend's queue; onDrop answers a dropped item's
+// caller.
+func budgetQueue(onDrop func(context.Context, *queued, error)) *budget.Queue[*queued] {
+	return &budget.Queue[*queued]{Name: "cpu", OnDrop: onDrop}
 }
 
 // budgetSetting says how the budget variant is configured.
 func budgetSetting(p params) string {
-	return fmt.Sprintf("httpbudget middleware on every hop (the edge: Default = Max = %v, trusts only the Request-Timeout-Ms its users' client sends, classifies by route) and Transport on every client; "+
-		"an Op around the middle's calls to the backend, defaults but tuned: Limit %d (Little's law: what %d backend CPU(s) serve in the queue's Target, %v / %v each); "+
-		"the backend's work goes through a budget.Queue served by one worker per backend CPU, MinUseful = the work's CPU time, tuned: Target %v (a quarter of the budget, not CoDel's 5 ms), other fields default",
-		p.Budget, budgetLimit(p), max(p.Procs, 1), budgetTarget(p), p.Work, budgetTarget(p))
+	return fmt.Sprintf("untuned: httpbudget middleware on every hop (the edge: Default = Max = %v, the longest its users wait; trusts only the Request-Timeout-Ms its users' client sends; classifies by route) and Transport on every client; "+
+		"no Op (the middle hop passes each call's deadline and class on); the edge's fan-out through budget.Gather (required branches, defaults); "+
+		"the backend's work through a budget.Queue with defaults (no Target, no MinUseful) served by one worker per backend CPU",
+		p.Budget)
 }
 
 // criticalityOf maps the harness's class names to budget's classes.
@@ -56,12 +55,10 @@ func criticalityOf(class string) budget.Criticality {
 }
 
 // withBudget protects the graph with budget: the edge fixes the deadline
-// and the class, every hop reads both and passes them on; the middle's
-// calls to the backend are admitted by an Op from measured latency and
-// in-flight work, lower classes first; and the backend queues its work in a
-// deadline-aware Queue, so that work that cannot finish in time is refused
-// on arrival or dropped before it starts, rather than slowing every request
-// down.
+// and the class, every hop reads both and passes them on; and the backend
+// queues its work in a deadline-driven Queue, so that work that cannot
+// finish in time is refused on arrival or dropped before it starts, rather
+// than slowing every request down.
 func withBudget(v *variant, p params) {
 	procs := p.Procs
 	// The edge trusts only the time left its user says it will wait
@@ -82,30 +79,12 @@ func withBudget(v *variant, p params) {
 		return httpbudget.NewTransport(base)
 	}
 	v.classSeen = func(r *http.Request) string { return budget.CriticalityFrom(r.Context()).String() }
-	op := &budget.Op{Name: "backend", Limit: budgetLimit(p)}
-	v.call = func(ctx context.Context, hop string, send func(context.Context) (int, error)) (int, error) {
-		if hop != "middle" {
-			return send(ctx)
-		}
-		status := 0
-		err := op.Do(ctx, func(ctx context.Context) error {
-			var err error
-			status, err = send(ctx)
-			if err == nil && status >= 500 {
-				err = fmt.Errorf("the backend answered %d", status)
-			}
-			return err
-		})
-		if status != 0 {
-			return status, nil
-		}
-		return 0, err
-	}
 	v.fail = httpbudget.WriteError
+	v.gather = budgetGather
 	var workers sync.WaitGroup
 	stop, cancel := context.WithCancel(context.Background())
 	v.backend = func(arrive func(*http.Request) (context.Context, *entry), job func(context.Context, *entry) error) http.Handler {
-		q := &budget.Queue[*queued]{Name: "cpu", MinUseful: p.Work, Target: budgetTarget(p), OnDrop: func(_ context.Context, j *queued, reason error) { j.done <- reason }}
+		q := budgetQueue(func(_ context.Context, j *queued, reason error) { j.done <- reason })
 		for range procs {
 			workers.Go(func() {
 				for {
@@ -154,4 +133,32 @@ func withBudget(v *variant, p params) {
 type queued struct {
 	e    *entry
 	done chan error // the work's outcome, or why the queue dropped it
+}
+
+// statusError is a call answered with a status other than 200.
+type statusError int
+
+func (s statusError) Error() string { return fmt.Sprintf("answered %d", int(s)) }
+
+// budgetGather makes the edge's calls at once through budget.Gather, every
+// branch required and sharing the request's deadline.
+func budgetGather(ctx context.Context, n int, one func(context.Context, string) (int, error)) (int, error) {
+	g := &budget.Gather[int]{Stage: "fan-out"}
+	for i := range n {
+		part := strconv.Itoa(i)
+		g.Branches = append(g.Branches, budget.Branch[int]{Name: "call " + part, Fn: func(ctx context.Context) (int, error) {
+			status, err := one(ctx, part)
+			if err == nil && status != http.StatusOK {
+				err = statusError(status)
+			}
+			return status, err
+		}})
+	}
+	if _, err := g.Do(ctx); err != nil {
+		if s, ok := errors.AsType[statusError](err); ok {
+			return int(s), nil
+		}
+		return 0, err
+	}
+	return http.StatusOK, nil
 }

@@ -14,10 +14,15 @@ import (
 )
 
 // WriteSVG draws goodput, as a share of the capacity, against the offered
-// load, one line per variant, with the ideal (min(load, 1)) dashed.
+// load, one line per variant, with the ideal (min(load, 1)) dashed, for the
+// report's first workload.
 func (r *Report) WriteSVG(w io.Writer) error {
+	if len(r.Workloads) == 0 {
+		return fmt.Errorf("overload: the report has no workload to draw")
+	}
+	wl := r.Workloads[0]
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Goodput under overload (capacity %.0f requests/s, budget %v)", r.CapacityRPS, r.Budget)
+	p.Title.Text = fmt.Sprintf("Goodput under overload, workload %s (capacity %.0f requests/s, budgets %s)", wl.Workload, wl.CapacityRPS, wl.Budgets)
 	p.X.Label.Text = "offered load (× capacity)"
 	p.Y.Label.Text = "goodput (× capacity)"
 	p.Y.Min = 0
@@ -27,7 +32,7 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	p.Add(plotter.NewGrid())
 
 	var loads []float64
-	for _, x := range r.Runs {
+	for _, x := range wl.Runs {
 		if len(loads) == 0 || loads[len(loads)-1] < x.Load {
 			loads = append(loads, x.Load)
 		}
@@ -43,9 +48,9 @@ func (r *Report) WriteSVG(w io.Writer) error {
 		p.Add(l)
 		p.Legend.Add("ideal", l)
 	}
-	for i, name := range uniqueVariants(r.Runs) {
+	for i, name := range uniqueVariants(wl.Runs) {
 		var pts plotter.XYs
-		for _, x := range r.Runs {
+		for _, x := range wl.Runs {
 			if x.Variant == name {
 				pts = append(pts, plotter.XY{X: x.Load, Y: x.GoodputOfCapacity})
 			}

@@ -3,6 +3,7 @@ package overload
 import (
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -40,6 +41,16 @@ type Config struct {
 	// Mix is the share of critical, default and sheddable requests. The zero
 	// value means 20 %, 50 % and 30 %.
 	Mix Mix
+	// Workloads names the workloads to run, in order (see [Workloads]).
+	// Empty means all of them.
+	Workloads []string
+	// Budgets is the mix the mixed workload draws each request's budget
+	// from. Empty means 100 ms, 500 ms and 3 s, shares 0.3, 0.4 and 0.3.
+	Budgets []Weighted
+	// Costs is the mix the mixed workload draws each request's CPU time in
+	// the backend from, each rounded to whole units of 250 µs. Empty means
+	// 1 ms and 20 ms, shares 0.7 and 0.3.
+	Costs []Weighted
 	// Seed seeds the arrivals and the classes. Zero means 1.
 	Seed uint64
 	// Executable is the binary started in the backend role; it must call
@@ -82,6 +93,37 @@ func (c Config) loads() []float64 {
 	return c.Loads
 }
 
+func (c Config) workloads() []string {
+	if len(c.Workloads) == 0 {
+		return Workloads()
+	}
+	return c.Workloads
+}
+
+func (c Config) budgets() []Weighted {
+	if len(c.Budgets) == 0 {
+		return []Weighted{{100 * time.Millisecond, 0.3}, {500 * time.Millisecond, 0.4}, {3 * time.Second, 0.3}}
+	}
+	return c.Budgets
+}
+
+func (c Config) costs() []Weighted {
+	if len(c.Costs) == 0 {
+		return []Weighted{{time.Millisecond, 0.7}, {20 * time.Millisecond, 0.3}}
+	}
+	return c.Costs
+}
+
+// longestBudget is the longest a user of the run's workloads waits: what a
+// hop that does not know a request's own budget can choose as its timeout.
+func (c Config) longestBudget() time.Duration {
+	d := c.budget()
+	if slices.Contains(c.workloads(), WorkloadMixed) {
+		d = max(d, longest(c.budgets()))
+	}
+	return d
+}
+
 func (c Config) variants() []string {
 	if len(c.Variants) == 0 {
 		return Variants()
@@ -111,6 +153,18 @@ func (c Config) validate() error {
 	for _, v := range c.variants() {
 		if !known[v] {
 			return fmt.Errorf("overload: unknown variant %q (known: %v)", v, Variants())
+		}
+	}
+	for _, w := range c.workloads() {
+		if !slices.Contains(Workloads(), w) {
+			return fmt.Errorf("overload: unknown workload %q (known: %v)", w, Workloads())
+		}
+	}
+	for _, mix := range [][]Weighted{c.Budgets, c.Costs} {
+		for _, w := range mix {
+			if w.Value <= 0 || !(w.Share > 0) {
+				return fmt.Errorf("overload: Budgets and Costs: %v:%v: values and shares must be positive", w.Value, w.Share)
+			}
 		}
 	}
 	m := c.Mix

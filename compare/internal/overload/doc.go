@@ -20,19 +20,33 @@
 // generator is reseeded from the load alone), so that differences between
 // variants are not the luck of the draw.
 //
-// A run measures the graph's capacity first (closed loop through the
-// unprotected graph), then offers each variant Poisson arrivals at multiples
-// of that capacity. Requests are 20 % critical, 50 % default and 30 %
-// sheddable; the edge tells the class from the route, as an edge policy
-// would, and every request gets the same budget (300 ms): the user waits that
-// long and no longer. Each variant gets a fresh graph for each load, runs a
-// warm-up that is not counted, then the measured interval.
+// A run goes through its workloads in turn (see [Workloads]): uniform (every
+// request with the same budget, 300 ms, and the same work, 4 ms), mixed
+// (each request's budget and work drawn from value:share mixes, by default
+// 100 ms / 500 ms / 3 s and 1 ms / 20 ms) and fan-out (the uniform requests,
+// but the edge needs the answers of three backend calls made at once). For
+// each workload it measures the graph's capacity first (closed loop through
+// the unprotected graph, on the workload's work), then offers each variant
+// Poisson arrivals at multiples of that capacity. Requests are 20 %
+// critical, 50 % default and 30 % sheddable; the edge tells the class from
+// the route, as an edge policy would, and each request's user waits its
+// budget and no longer. Each variant gets a fresh graph for each load, runs
+// a warm-up that is not counted, then the measured interval.
 //
-// What is counted, per variant and load: goodput (answers within the budget),
-// the 99th percentile latency of those answers, the share of requests whose
-// work the backend started that were not answered in budget, the share of
-// each class answered in budget, and the backend CPU spent on requests not
-// answered in budget (work units run times the calibrated cost of a unit).
+// The variants: no protection; careful per-call timeouts; failsafe-go's
+// bulkhead and breaker (kept as a reference), its adaptive concurrency
+// limiter with queueing, and its priority limiter with the classes mapped
+// to its priorities; go-zero's adaptive shedder; Kratos' BBR limiter; and
+// budget, untuned (only the edge's policy and the classifier are set; its
+// Op and Queue keep every sizing field at its default). Each prints its
+// settings beside its figures.
+//
+// What is counted, per workload, variant and load: goodput (answers within
+// their budget), the 99th percentile latency of those answers, the share of
+// requests whose work the backend started that were not answered in budget,
+// the share of each class and of each budget group answered in budget, and
+// the backend work spent on requests not answered in budget (its share of
+// all the units of work run, and the CPU seconds that apportions).
 // The backend records every request it saw, with the class it saw, so a run
 // can show that classes crossed both hops.
 //

@@ -34,6 +34,7 @@ type graph struct {
 	servers    []*http.Server
 	transports []*http.Transport
 	edgeURL    string
+	fanout     int // backend calls the edge needs for one request
 }
 
 // newTransport is the base transport of every client of a run: enough idle
@@ -50,13 +51,13 @@ func newTransport() *http.Transport {
 }
 
 // startGraph starts the named variant's graph.
-func startGraph(exe, name string, spec backendSpec, cg *cgroups) (*graph, error) {
+func startGraph(exe, name string, spec backendSpec, cg *cgroups, fanout int) (*graph, error) {
 	spec.Variant = name
 	v, err := newVariant(name, spec.params)
 	if err != nil {
 		return nil, err
 	}
-	g := &graph{v: v}
+	g := &graph{v: v, fanout: max(fanout, 1)}
 	g.backend, err = startBackend(exe, spec, cg)
 	if err != nil {
 		v.close()
@@ -102,21 +103,33 @@ func (g *graph) hop(name, next string, edge bool) http.Handler {
 			class = classOfPath(r.URL.Path)
 			ctx = v.classify(ctx, class)
 		}
-		status, err := v.call(ctx, name, func(ctx context.Context) (int, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, next, nil)
-			if err != nil {
-				return 0, err
-			}
-			req.Header.Set(idHeader, r.Header.Get(idHeader))
-			req.Header.Set(classHeader, class)
-			resp, err := client.Do(req)
-			if err != nil {
-				return 0, err
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-			return resp.StatusCode, nil
-		})
+		one := func(ctx context.Context, part string) (int, error) {
+			return v.call(ctx, name, func(ctx context.Context) (int, error) {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, next, nil)
+				if err != nil {
+					return 0, err
+				}
+				for _, h := range []string{idHeader, unitsHeader} {
+					req.Header.Set(h, r.Header.Get(h))
+				}
+				req.Header.Set(partHeader, part)
+				req.Header.Set(classHeader, class)
+				resp, err := client.Do(req)
+				if err != nil {
+					return 0, err
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				return resp.StatusCode, nil
+			})
+		}
+		var status int
+		var err error
+		if edge && g.fanout > 1 {
+			status, err = v.gather(ctx, g.fanout, one)
+		} else {
+			status, err = one(ctx, r.Header.Get(partHeader))
+		}
 		switch {
 		case err != nil:
 			v.fail(w, err)

@@ -29,6 +29,8 @@ const (
 type sent struct {
 	id       int64
 	class    string
+	budget   time.Duration // how long its user waits
+	units    int           // its work in the backend, per backend call
 	outcome  outcome
 	latency  time.Duration
 	measured bool // arrived in the measured interval
@@ -39,15 +41,15 @@ type generator struct {
 	client *http.Client
 	rng    *rand.Rand
 	mix    Mix
-	budget time.Duration
+	work   workload
 	nextID atomic.Int64
 }
 
-func newGenerator(seed uint64, mix Mix, budget time.Duration) *generator {
+func newGenerator(seed uint64, mix Mix, w workload) *generator {
 	g := &generator{
 		client: &http.Client{Transport: newTransport()},
 		mix:    mix,
-		budget: budget,
+		work:   w,
 	}
 	g.reseed(seed)
 	return g
@@ -83,8 +85,17 @@ func (g *generator) class() string {
 	return classSheddable
 }
 
+// request draws the next request: its class, its budget and its work, in
+// that order, from the generator's seeded source.
+func (g *generator) request() sent {
+	s := sent{id: g.nextID.Add(1), class: g.class()}
+	s.budget = drawFrom(g.rng, g.work.budgets)
+	s.units = unitsOf(drawFrom(g.rng, g.work.costs))
+	return s
+}
+
 // open sends Poisson arrivals at rate a second to url for warmup+measure,
-// each with the generator's budget counted from its scheduled arrival, and
+// each with its own budget counted from its scheduled arrival, and
 // returns every request sent once all have ended. The schedule does not wait
 // for answers (open loop): a request whose goroutine starts late has lost
 // that time from its budget, as a user would have.
@@ -100,9 +111,10 @@ func (g *generator) open(ctx context.Context, url string, rate float64, warmup, 
 		if d := time.Until(at); d > 0 {
 			time.Sleep(d)
 		}
-		s := sent{id: g.nextID.Add(1), class: g.class(), measured: !at.Before(from)}
+		s := g.request()
+		s.measured = !at.Before(from)
 		wg.Go(func() {
-			s.outcome, s.latency = g.send(ctx, url, s, at, g.budget)
+			s.outcome, s.latency = g.send(ctx, url, s, at, s.budget)
 			mu.Lock()
 			out = append(out, s)
 			mu.Unlock()
@@ -121,6 +133,7 @@ func (g *generator) send(ctx context.Context, url string, s sent, at time.Time, 
 		return failed, 0
 	}
 	req.Header.Set(idHeader, strconv.FormatInt(s.id, 10))
+	req.Header.Set(unitsHeader, strconv.Itoa(s.units))
 	// The user's client says how long its user still waits, as a client of
 	// a budget-aware service would; only the budget variant's edge reads it.
 	if left := time.Until(at.Add(budget)).Milliseconds(); left > 0 {
@@ -154,10 +167,14 @@ func (g *generator) closed(ctx context.Context, url string, clients int, warmup,
 	from, end := start.Add(warmup), start.Add(warmup+measure)
 	var ok atomic.Int64
 	var wg sync.WaitGroup
-	for range clients {
+	for i := range clients {
+		// Each client draws its work from a source of its own, seeded from
+		// the generator's, so that the capacity is measured on the
+		// workload's mix of costs.
+		rng := rand.New(rand.NewPCG(g.rng.Uint64(), uint64(i)))
 		wg.Go(func() {
 			for ctx.Err() == nil && time.Now().Before(end) {
-				s := sent{id: g.nextID.Add(1), class: classDefault}
+				s := sent{id: g.nextID.Add(1), class: classDefault, units: unitsOf(drawFrom(rng, g.work.costs))}
 				now := time.Now()
 				o, _ := g.send(ctx, url, s, now, time.Minute)
 				if o == inBudget && time.Now().After(from) && time.Now().Before(end) {

@@ -32,7 +32,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		progress = io.Discard
 	}
 	spec := backendSpec{Rounds: calibrate(), Units: cfg.units(),
-		params: params{Procs: cfg.procs(), Work: time.Duration(cfg.units()) * unit, Budget: cfg.budget()}}
+		params: params{Procs: cfg.procs(), Work: time.Duration(cfg.units()) * unit, Budget: cfg.longestBudget()}}
 	rep := &Report{
 		Settings: map[string]string{},
 		Work:     time.Duration(spec.Units) * unit,
@@ -47,13 +47,26 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cg := newCgroups()
 	defer cg.close()
 	rep.Cgroups = cg.describe()
-	gen := newGenerator(cfg.seed(), cfg.mix(), cfg.budget())
-	defer gen.close()
-
 	stats := &http.Client{Transport: newTransport()}
 	defer stats.CloseIdleConnections()
+	for _, name := range cfg.workloads() {
+		wl, err := runWorkload(ctx, cfg, cfg.workload(name), exe, spec, cg, stats, progress)
+		if err != nil {
+			return nil, err
+		}
+		rep.Workloads = append(rep.Workloads, wl)
+	}
+	return rep, nil
+}
+
+// runWorkload measures the capacity of the graph on one workload, then
+// every variant at every load.
+func runWorkload(ctx context.Context, cfg Config, w workload, exe string, spec backendSpec, cg *cgroups, stats *http.Client, progress io.Writer) (WorkloadReport, error) {
+	rep := WorkloadReport{Workload: w.name, Budgets: FormatMix(w.budgets), Costs: FormatMix(w.costs), Fanout: w.fanout}
+	gen := newGenerator(cfg.seed(), cfg.mix(), w)
+	defer gen.close()
 	measureCapacity := func() (float64, error) {
-		g, err := startGraph(exe, variantNone, spec, cg)
+		g, err := startGraph(exe, variantNone, spec, cg, w.fanout)
 		if err != nil {
 			return 0, err
 		}
@@ -76,11 +89,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return c, nil
 	}
 	rep.CapacityRPS = cfg.Capacity
+	if rep.CapacityRPS > 0 && w.name == WorkloadMixed {
+		// A given capacity is the uniform workload's: scale it by the mean
+		// work.
+		rep.CapacityRPS *= float64(spec.Units) * float64(unit) / float64(mean(w.costs))
+	} else if rep.CapacityRPS > 0 && w.fanout > 1 {
+		rep.CapacityRPS /= float64(w.fanout)
+	}
 	if rep.CapacityRPS <= 0 {
-		fmt.Fprintf(progress, "measuring capacity for %v\n", cfg.capacityDuration())
+		fmt.Fprintf(progress, "%s: measuring capacity for %v\n", w.name, cfg.capacityDuration())
 		var err error
 		if rep.CapacityRPS, err = measureCapacity(); err != nil {
-			return nil, err
+			return rep, err
 		}
 	}
 	names := cfg.variants()
@@ -92,16 +112,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		for k := range names {
 			name := names[(li+k)%len(names)]
 			rate := load * rep.CapacityRPS
-			fmt.Fprintf(progress, "%s at %.1fx (%.0f requests/s)\n", name, load, rate)
-			g, err := startGraph(exe, name, spec, cg)
+			fmt.Fprintf(progress, "%s: %s at %.1fx (%.0f requests/s)\n", w.name, name, load, rate)
+			g, err := startGraph(exe, name, spec, cg, w.fanout)
 			if err != nil {
-				return nil, err
+				return rep, err
 			}
 			gen.reseed(cfg.seed() + uint64(li+1)*0x9e3779b97f4a7c15)
 			before, err := g.backend.stats(stats)
 			if err != nil {
 				g.close()
-				return nil, err
+				return rep, err
 			}
 			start := time.Now()
 			sends := gen.open(ctx, g.edgeURL, rate, cfg.warmup(), cfg.duration())
@@ -109,12 +129,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			wall := time.Since(start)
 			g.close()
 			if err != nil {
-				return nil, err
+				return rep, err
 			}
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return rep, err
 			}
 			res := summarize(name, load, rep.CapacityRPS, cfg.duration(), sends, st.Records, st.CPU-before.CPU)
+			res.Workload = w.name
 			res.BackendCPU = (st.CPU - before.CPU) / wall.Seconds()
 			rep.Runs = append(rep.Runs, res)
 		}
@@ -123,10 +144,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		})
 	}
 	if cfg.Capacity <= 0 {
-		fmt.Fprintf(progress, "measuring capacity again for %v\n", cfg.capacityDuration())
+		fmt.Fprintf(progress, "%s: measuring capacity again for %v\n", w.name, cfg.capacityDuration())
 		var err error
 		if rep.CapacityEndRPS, err = measureCapacity(); err != nil {
-			return nil, err
+			return rep, err
 		}
 	}
 	return rep, nil

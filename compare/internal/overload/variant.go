@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -21,6 +22,10 @@ type variant struct {
 	// call makes one call from hop to the next within ctx; send does the
 	// exchange and returns the answer's status.
 	call func(ctx context.Context, hop string, send func(context.Context) (int, error)) (int, error)
+	// gather makes the edge's n calls at once (the fan-out workload), each
+	// through one, and returns the request's status: 200 when every call
+	// answered 200.
+	gather func(ctx context.Context, n int, one func(ctx context.Context, part string) (int, error)) (int, error)
 	// classify gives a request the class the edge chose for it.
 	classify func(ctx context.Context, class string) context.Context
 	// classSeen is the class the backend sees on a request.
@@ -38,7 +43,9 @@ type variant struct {
 const (
 	variantNone     = "none"
 	variantTimeouts = "timeouts"
-	variantFailsafe = "failsafe-go"
+	variantFailsafe = "failsafe-bulkhead"
+	variantAdaptive = "failsafe-adaptive"
+	variantPriority = "failsafe-priority"
 	variantGoZero   = "go-zero"
 	variantKratos   = "kratos-bbr"
 	variantBudget   = "budget"
@@ -47,7 +54,7 @@ const (
 // Variants returns the names of the variants, in the order a run measures
 // them.
 func Variants() []string {
-	return []string{variantNone, variantTimeouts, variantFailsafe, variantGoZero, variantKratos, variantBudget}
+	return []string{variantNone, variantTimeouts, variantFailsafe, variantAdaptive, variantPriority, variantGoZero, variantKratos, variantBudget}
 }
 
 // setting says how a variant is configured in a run, for the output.
@@ -60,6 +67,10 @@ func setting(name string, p params) string {
 		return fmt.Sprintf("careful per-call timeouts: context.WithTimeout(r.Context(), %v) around each call to the next hop (the whole budget: a hop does not know what is left)", p.Budget)
 	case variantFailsafe:
 		return fmt.Sprintf("failsafe-go %s on each hop's client: bulkhead of %d calls, no wait; breaker at 50%% of >=20 calls in 1 s failing (errors and 5xx), 1 s delay, 3 trials; timeout %v", failsafeVersion, failsafeBulkhead, p.Budget)
+	case variantAdaptive:
+		return failsafeLimiterSetting(false)
+	case variantPriority:
+		return failsafeLimiterSetting(true)
 	case variantGoZero:
 		return fmt.Sprintf("go-zero %s adaptive shedder (core/load) on every hop, as rest's SheddingHandler uses it; tuned: CPU threshold %d (go-zero's 900 scaled to the backend's %d of %d CPUs, since go-zero divides its group's CPU time by all the machine's)", goZeroVersion, goZeroThreshold(procs), procs, numCPU())
 	case variantKratos:
@@ -74,7 +85,7 @@ func setting(name string, p params) string {
 type params struct {
 	Procs  int           `json:"procs"`  // the backend's GOMAXPROCS
 	Work   time.Duration `json:"work"`   // one request's CPU time in the backend
-	Budget time.Duration `json:"budget"` // every request's budget
+	Budget time.Duration `json:"budget"` // the longest a request's user waits
 }
 
 // newVariant builds the named variant for a process of a run.
@@ -86,6 +97,7 @@ func newVariant(name string, p params) (*variant, error) {
 		call: func(ctx context.Context, _ string, send func(context.Context) (int, error)) (int, error) {
 			return send(ctx)
 		},
+		gather:    plainGather,
 		classify:  func(ctx context.Context, _ string) context.Context { return ctx },
 		classSeen: func(r *http.Request) string { return r.Header.Get(classHeader) },
 		backend:   inlineBackend,
@@ -102,6 +114,10 @@ func newVariant(name string, p params) (*variant, error) {
 		}
 	case variantFailsafe:
 		withFailsafe(v, p.Budget)
+	case variantAdaptive:
+		withFailsafeLimiter(v, false)
+	case variantPriority:
+		withFailsafeLimiter(v, true)
 	case variantGoZero:
 		withGoZero(v, p.Procs)
 	case variantKratos:
@@ -112,6 +128,31 @@ func newVariant(name string, p params) (*variant, error) {
 		return nil, fmt.Errorf("overload: unknown variant %q (known: %v)", name, Variants())
 	}
 	return v, nil
+}
+
+// plainGather makes n calls at once, as plain Go code does (errgroup's
+// WithContext): the first call that fails, or answers anything but 200,
+// answers the request and cancels the others.
+func plainGather(ctx context.Context, n int, one func(context.Context, string) (int, error)) (int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		status int
+		err    error
+	}
+	answers := make(chan answer, n) // buffered: no call waits for a reader
+	for i := range n {
+		go func() {
+			status, err := one(ctx, strconv.Itoa(i))
+			answers <- answer{status, err}
+		}()
+	}
+	for range n {
+		if a := <-answers; a.err != nil || a.status != http.StatusOK {
+			return a.status, a.err
+		}
+	}
+	return http.StatusOK, nil
 }
 
 // inlineBackend runs each request's work on the goroutine that serves it,

@@ -1,0 +1,150 @@
+package budget
+
+import "time"
+
+// The deadline-driven mode of a [Queue], the mode of a zero Target. See the
+// Queue doc for what it does; this file is how.
+
+// deadlineMode reports whether the queue orders its items by deadline and
+// learns its consumers' service time (Target zero).
+func (q *Queue[T]) deadlineMode() bool { return q.Target == 0 }
+
+// service is the time one item keeps a consumer busy, as the queue has
+// learned it, with a margin: the consumers times the interval between two
+// hand-outs while items kept waiting, plus twice its mean deviation. Zero
+// until the queue has handed out two items in a row from a backlog.
+func (q *Queue[T]) service() time.Duration {
+	if q.gap == 0 {
+		return 0
+	}
+	return time.Duration(max(q.consumers, 1)) * (q.gap + 2*q.gapDev)
+}
+
+// learnGap records a hand-out at now: when items waited since the last
+// hand-out, every consumer was busy meanwhile and the interval is one
+// item's service time shared among them.
+func (q *Queue[T]) learnGap(now time.Time) {
+	if q.backlog && !q.lastOut.IsZero() {
+		d := now.Sub(q.lastOut)
+		if q.gap == 0 {
+			q.gap, q.gapDev = d, d/2
+		} else {
+			dev := d - q.gap
+			q.gap += dev / 8
+			q.gapDev += (max(dev, -dev) - q.gapDev) / 8
+		}
+	}
+	q.lastOut, q.backlog = now, q.n > 0
+}
+
+// feasible reports whether e can still be served in time: it has more than
+// the learned service time left (an item with no deadline always can).
+func (q *Queue[T]) feasible(e *queued[T], now time.Time, s time.Duration) bool {
+	return e.due.IsZero() || e.due.Sub(now) > s
+}
+
+// key is e's place in deadline order: its deadline less its reserve, or
+// for an item with no deadline the time it was put plus Interval.
+func (q *Queue[T]) key(e *queued[T]) time.Time {
+	if e.due.IsZero() {
+		return e.at.Add(q.interval())
+	}
+	return e.due
+}
+
+// unservableAny returns the class ring and position of an item that must
+// not be handed out at now, and why; -1 when there is none. In deadline
+// order the oldest item is not the first to expire, so every item is
+// looked at.
+func (q *Queue[T]) unservableAny(now time.Time) (int, int, error) {
+	for i := range q.items {
+		r := &q.items[i]
+		for k := range r.n {
+			e := r.at(k)
+			if reason := q.dropReason(e, now); reason != nil {
+				return i, k, reason
+			}
+		}
+	}
+	return -1, -1, nil
+}
+
+// pickByDeadline returns the class ring and position of the item Get hands
+// out in deadline mode: the earliest deadline among the items that can
+// still finish, in the most critical class that has one while the queue is
+// standing, across classes otherwise; when no item can finish, the one with
+// the most time left.
+func (q *Queue[T]) pickByDeadline(now time.Time) (int, int) {
+	s := q.service()
+	standing := q.standing(now)
+	bi, bk := -1, -1
+	var best time.Time
+	for i := len(q.items) - 1; i >= 0; i-- {
+		r := &q.items[i]
+		for k := range r.n {
+			e := r.at(k)
+			if !q.feasible(&e, now, s) {
+				continue
+			}
+			if key := q.key(&e); bi < 0 || key.Before(best) {
+				bi, bk, best = i, k, key
+			}
+		}
+		if standing && bi >= 0 {
+			return bi, bk
+		}
+	}
+	if bi >= 0 {
+		return bi, bk
+	}
+	for i := range q.items {
+		r := &q.items[i]
+		for k := range r.n {
+			e := r.at(k)
+			if key := q.key(&e); bi < 0 || key.After(best) {
+				bi, bk, best = i, k, key
+			}
+		}
+	}
+	return bi, bk
+}
+
+// expectedByDeadline is the wait Put expects in deadline mode for an item
+// of class c due at due: the learned interval between hand-outs for each
+// item that would be served before it (those that can finish and are due
+// earlier, and while the queue is standing every one of a more critical
+// class).
+func (q *Queue[T]) expectedByDeadline(c Criticality, due, now time.Time) time.Duration {
+	if q.gap == 0 {
+		return 0
+	}
+	s := q.service()
+	standing := q.standing(now)
+	ahead := 0
+	for i := range q.items {
+		r := &q.items[i]
+		for k := range r.n {
+			e := r.at(k)
+			if !q.feasible(&e, now, s) {
+				continue
+			}
+			switch {
+			case standing && i > int(c+1):
+				ahead++ // a more critical class goes first
+			case standing && i < int(c+1):
+			case q.key(&e).Before(due):
+				ahead++
+			}
+		}
+	}
+	return time.Duration(ahead) * q.gap
+}
+
+// removeAt takes the item at position k of class ring i.
+func (q *Queue[T]) removeAt(i, k int, now time.Time) queued[T] {
+	e := q.items[i].removeAt(k)
+	if q.n--; q.n == 0 {
+		q.lastEmpty, q.stood, q.backlog = now, false, false
+	}
+	return e
+}

@@ -1,0 +1,175 @@
+package budget_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/timebudget/budget"
+)
+
+// A zero Target serves by deadline: an item with 50 ms left is handed out
+// before items with 3 s left that were put before it, and items with no
+// deadline take their place as if due Interval after they were put.
+func TestQueueServesEarliestDeadlineFirst(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := &budget.Queue[string]{}
+		long, c1 := budget.Start(context.Background(), 3*time.Second)
+		defer c1()
+		_ = q.Put(long, "3s-a")
+		_ = q.Put(long, "3s-b")
+		_ = q.Put(context.Background(), "none") // due 100 ms from now
+		short, c2 := budget.Start(context.Background(), 50*time.Millisecond)
+		defer c2()
+		_ = q.Put(short, "50ms")
+		var got []string
+		for range 4 {
+			v, _, err := q.Get(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, v)
+		}
+		if want := []string{"50ms", "none", "3s-a", "3s-b"}; !equal(got, want) {
+			t.Fatalf("served %v, want %v", got, want)
+		}
+	})
+}
+
+// A zero Target learns how long its consumer keeps an item (the interval
+// between hand-outs while items wait): it then skips an item that has less
+// than that left for one that can still finish, and Put refuses an item
+// whose time cannot cover the items due before it and its own service.
+func TestQueueLearnsServiceTimeAndServesFeasibleFirst(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := &budget.Queue[string]{}
+		long, c1 := budget.Start(context.Background(), time.Hour)
+		defer c1()
+		for range 20 { // a backlog served at one item per 10 ms
+			_ = q.Put(long, "x")
+			_ = q.Put(long, "x")
+			if _, _, err := q.Get(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		for q.Stats().Len > 0 {
+			_, _, _ = q.Get(context.Background())
+			time.Sleep(10 * time.Millisecond)
+		}
+		tight, c2 := budget.Start(context.Background(), 25*time.Millisecond)
+		defer c2()
+		roomy, c3 := budget.Start(context.Background(), 200*time.Millisecond)
+		defer c3()
+		if err := q.Put(tight, "tight"); err != nil {
+			t.Fatalf("Put with 25ms, service about 10ms: %v", err)
+		}
+		if err := q.Put(roomy, "roomy"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // tight has 5 ms left: too little
+		if v, _, _ := q.Get(context.Background()); v != "roomy" {
+			t.Fatalf("got %q, want the item that can still finish", v)
+		}
+		// Fifteen items due within 150 ms stand before a new one due at 150
+		// ms: it cannot be served in time.
+		for range 15 {
+			ctx, c := budget.Start(context.Background(), 140*time.Millisecond)
+			defer c()
+			_ = q.Put(ctx, "early")
+		}
+		late, c4 := budget.Start(context.Background(), 150*time.Millisecond)
+		defer c4()
+		if err := q.Put(late, "late"); !errors.Is(err, budget.ErrInsufficient) {
+			t.Fatalf("Put behind fifteen earlier items, 10ms each, with 150ms: %v; want ErrInsufficient", err)
+		}
+		early, c5 := budget.Start(context.Background(), 50*time.Millisecond)
+		defer c5()
+		if err := q.Put(early, "first"); err != nil {
+			t.Fatalf("Put due before every item held: %v", err)
+		}
+	})
+}
+
+// Offered three times what its consumer serves, with budgets of 100 ms and
+// 3 s and work of 1 ms and 20 ms mixed, a zero-Target queue serves short
+// budgets as well as long ones, and hands out almost no item that cannot
+// finish its work. With CoDel's bounds (a positive Target) the short
+// budgets starve behind the long ones.
+func TestQueueMixedBudgetsUnderOverload(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ target time.Duration }{{0}, {5 * time.Millisecond}} {
+		synctest.Test(t, func(t *testing.T) {
+			type job struct {
+				work  time.Duration
+				group int
+			}
+			q := &budget.Queue[job]{Target: c.target}
+			var offered, served [2]int // by budget: 100 ms, 3 s
+			late := 0
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for {
+					j, ctx, err := q.Get(context.Background())
+					if err != nil || j.work == 0 {
+						return
+					}
+					if left, _ := budget.Remaining(ctx); left < j.work {
+						late++
+					} else {
+						served[j.group]++
+					}
+					time.Sleep(j.work)
+				}
+			}()
+			var cancels []context.CancelFunc
+			for k := range 3000 { // 2 ms apart; mean work 6.7 ms: about 3.3 times the capacity
+				b, g := 100*time.Millisecond, 0
+				if k%10 < 3 {
+					b, g = 3*time.Second, 1
+				}
+				work := time.Millisecond
+				if k%10 == 1 || k%10 == 4 || k%10 == 7 {
+					work = 20 * time.Millisecond
+				}
+				ctx, cancel := budget.Start(context.Background(), b)
+				cancels = append(cancels, cancel)
+				offered[g]++
+				_ = q.Put(ctx, job{work, g})
+				time.Sleep(2 * time.Millisecond)
+			}
+			time.Sleep(4 * time.Second)
+			_ = q.Put(context.Background(), job{})
+			<-done
+			for _, c := range cancels {
+				c()
+			}
+			short, long := float64(served[0])/float64(offered[0]), float64(served[1])/float64(offered[1])
+			t.Logf("Target %v: served 100ms %.3f, 3s %.3f, late %d; %+v", c.target, short, long, late, q.Stats())
+			if c.target != 0 {
+				return // CoDel's bounds: measured 0.147 and 0.007
+			}
+			// Measured: 0.221 and 0.637, 3 of 1,041 late.
+			if short < 0.2 || long < 0.2 || late > served[0]/100 {
+				t.Errorf("served 100ms %.3f, 3s %.3f (want both >= 0.2), %d late of %d (want <= 1 %%)", short, long, late, served[0]+served[1])
+			}
+		})
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
