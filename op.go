@@ -168,10 +168,11 @@ type Op struct {
 	// every critical request in time while the workers stayed busy. When
 	// the dependency puts its work in a deadline-aware [Queue], size Limit
 	// by time instead (Little's law): what the dependency serves in the
-	// queue's Target. The overload harness in compare/ (4 ms of CPU a
-	// request, a 300 ms budget) refused 13-19 % at 0.8 times its capacity
-	// with four per core, and 0-1.5 % with 18 (75 ms / 4 ms), sheddable
-	// work only.
+	// time a typical caller can wait, or leave it at zero and let the
+	// queue refuse what cannot finish. In v0.3.1's overload harness (4 ms
+	// of CPU a request, a 300 ms budget, a queue with a 75 ms Target) a
+	// Limit of four per core refused 13-19 % at 0.8 times capacity and
+	// one of 18 (75 ms / 4 ms) refused 0-1.5 %, sheddable work only.
 	Limit int
 
 	// Rand, when not nil, is the source of the op's random draws: which
