@@ -4,9 +4,9 @@ go 1.26.0
 
 require (
 	connectrpc.com/connect v1.21.1
-	github.com/timebudget/budget v0.3.1
-	github.com/timebudget/budget/grpcbudget v0.3.1
-	github.com/timebudget/budget/otelbudget v0.3.1
+	github.com/timebudget/budget v0.4.0
+	github.com/timebudget/budget/grpcbudget v0.4.0
+	github.com/timebudget/budget/otelbudget v0.4.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	go.uber.org/goleak v1.3.0
@@ -19,8 +19,8 @@ require (
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/rabbitmq/amqp091-go v1.16.0
-	github.com/timebudget/budget/amqpbudget v0.3.1
-	github.com/timebudget/budget/connectbudget v0.3.1
+	github.com/timebudget/budget/amqpbudget v0.4.0
+	github.com/timebudget/budget/connectbudget v0.4.0
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect

@@ -3,7 +3,7 @@ module github.com/timebudget/budget/grpcbudget
 go 1.26.0
 
 require (
-	github.com/timebudget/budget v0.3.1
+	github.com/timebudget/budget v0.4.0
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.85.0
 )
