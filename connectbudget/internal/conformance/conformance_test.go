@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -56,7 +57,25 @@ func build(t *testing.T, dir string) {
 	}
 }
 
+// failedLines returns the suite's FAILED lines in out.
+func failedLines(out []byte) string {
+	return strings.Join(failedRE.FindAllString(string(out), -1), "\n")
+}
+
+// onlyTimeouts reports whether every case that failed in out is one of the
+// suite's timeout cases.
+func onlyTimeouts(out []byte) bool {
+	failed := failedRE.FindAllStringSubmatch(string(out), -1)
+	for _, f := range failed {
+		if !strings.HasPrefix(f[1], "Timeouts/") {
+			return false
+		}
+	}
+	return len(failed) > 0
+}
+
 var (
+	failedRE = regexp.MustCompile(`(?m)^FAILED: (\S+)`)
 	totalRE  = regexp.MustCompile(`(?m)^Total cases: (\d+)$`)
 	resultRE = regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed`)
 )
@@ -144,6 +163,17 @@ func TestConformance(t *testing.T) {
 			wg.Wait()
 		}
 		plain := runs[0]
+		for _, r := range runs[1:] {
+			// A timeout case can fail on a busy machine when the suite's
+			// own client or the scheduler is late by a few milliseconds:
+			// such a run goes once more, and both outcomes are reported.
+			// A failure that repeats, or any failure outside the timeout
+			// cases, fails the test.
+			if r.found && r.failed > 0 && onlyTimeouts(r.out) {
+				t.Logf("%s mode %v: %d timeout case(s) failed; running again:\n%s", mode, r.variant[1:], r.failed, failedLines(r.out))
+				r.do(bin)
+			}
+		}
 		for _, r := range runs {
 			r.check(t)
 		}
@@ -164,5 +194,13 @@ func TestConformance(t *testing.T) {
 					mode, ours.variant[1:], ours.passed, ours.total, plain.passed, plain.total)
 			}
 		}
+	}
+}
+
+func TestOnlyTimeouts(t *testing.T) {
+	timeouts := []byte("FAILED: Timeouts/HTTPVersion:2/Protocol:PROTOCOL_CONNECT/Codec:CODEC_PROTO/Compression:COMPRESSION_GZIP/TLS:false/unary:\n\tconnect error JSON: unexpected end of JSON input\n")
+	other := append(append([]byte{}, timeouts...), "FAILED: Basic/HTTPVersion:1/unary:\n"...)
+	if !onlyTimeouts(timeouts) || onlyTimeouts(other) || onlyTimeouts([]byte("174 passed, 0 failed")) {
+		t.Fatal("onlyTimeouts misjudges the suite's output")
 	}
 }
