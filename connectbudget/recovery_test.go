@@ -48,9 +48,6 @@ func serveUnary(t *testing.T, f func(ctx context.Context) (string, error)) *conn
 // machine) and from the backend for at least 80 % of requests from 1 s to
 // 3 s after it.
 func TestTwoHopsRecoverOverLoopback(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs 6 s of traffic over loopback")
-	}
 	t.Parallel()
 	for _, priors := range [][2]time.Duration{{20 * ms, 20 * ms}, {10 * ms, 50 * ms}} {
 		t.Run(fmt.Sprintf("%v/%v", priors[0], priors[1]), func(t *testing.T) {

@@ -66,9 +66,6 @@ func dialLoopback(t *testing.T, addr string) grpc_testing.TestServiceClient {
 // machine) and from the backend for at least 80 % of requests from 1 s to
 // 3 s after it.
 func TestTwoHopsRecoverOverLoopback(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs 6 s of traffic over loopback")
-	}
 	t.Parallel()
 	for _, priors := range [][2]time.Duration{{20 * time.Millisecond, 20 * time.Millisecond}, {10 * time.Millisecond, 50 * time.Millisecond}} {
 		t.Run(fmt.Sprintf("%v/%v", priors[0], priors[1]), func(t *testing.T) {

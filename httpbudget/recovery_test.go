@@ -27,9 +27,6 @@ import (
 // probe's cap doubles; and the probe mark crosses the wire, so that the
 // backend admits the edge's probe whatever its own estimate says.
 func TestTwoHopsRecoverOverLoopback(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs 5 s of traffic over loopback")
-	}
 	t.Parallel()
 	for _, priors := range [][2]time.Duration{{20 * time.Millisecond, 20 * time.Millisecond}, {10 * time.Millisecond, 50 * time.Millisecond}} {
 		t.Run(fmt.Sprintf("%v/%v", priors[0], priors[1]), func(t *testing.T) {

@@ -15,9 +15,6 @@ import (
 // examples/service/main.go (in memory: nothing is written) and runs every
 // check over it. The example must pass the tool the README recommends.
 func TestReadmeServicePassesVet(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads examples/service and its dependencies (gRPC, pgx); runs without -short")
-	}
 	t.Parallel()
 	root := filepath.Join("..", "..", "..")
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
