@@ -364,24 +364,32 @@ func (o *Op) probeOrThrottle(m int64, available time.Duration, c Criticality, de
 
 // forward admits, as a probe of this op, a call its caller sent as a probe
 // and this op refused: whatever the estimate, the class or the throttle
-// say, with whatever time the call has, so that a probe sent from the top
-// of a chain reaches the dependency that failed, through hops whose
-// estimates are as stale as its sender's. Beside the share a recovering op
+// say, with whatever time the call has (capped as the op's own probes
+// are), so that a probe sent from the top of a chain reaches the
+// dependency that failed, through hops whose estimates are as stale as
+// its sender's. Beside the share a recovering op
 // readmits, one such call goes every minProbeGap at most, so callers that
 // mark every call as a probe get no more than that through.
 func (o *Op) forward(m int64, available time.Duration, dec Admission) Admission {
 	if available <= 0 || o.ProbeEvery < 0 {
 		return dec
 	}
+	// Capped as the op's own probes are, once it knows the dependency's
+	// latency: a caller that marks calls with a 30-day budget as probes
+	// gets no more of the dependency than a probe needs.
+	limit := time.Duration(0)
+	if floor := o.probeFloor(); floor > 0 {
+		limit = o.probeCap(floor, available)
+	}
 	if s := o.adm.share.Load(); s > 0 && o.randN(rampFull) < s {
 		o.adm.regime.readmitted(m)
-		return o.asProbe(dec, 0)
+		return o.asProbe(dec, limit)
 	}
 	last := o.adm.forwarded.Load()
 	if m-last < int64(minProbeGap) || !o.adm.forwarded.CompareAndSwap(last, m) {
 		return dec
 	}
-	return o.asProbe(dec, 0)
+	return o.asProbe(dec, limit)
 }
 
 // asProbe admits dec as a probe, capped at limit, the time a probe needs

@@ -1,6 +1,7 @@
 package budget_test
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -38,28 +39,15 @@ func TestOldSamplesStopGoverning(t *testing.T) {
 // the last attempt started.
 func TestSheddableThrottleLetsGo(t *testing.T) {
 	t.Parallel()
-	for _, k := range []float64{0, 0.5, 1} {
-		op := &budget.Op{Name: "dep", Throttle: k, ProbeEvery: -1} // no probes: the throttle alone
+	for i, k := range []float64{0, 0.5, 1, 0, 0.5, 1, 0, 0.5, 1} {
+		seed := uint64(i)
+		op := &budget.Op{Name: "dep", Throttle: k, ProbeEvery: -1, Rand: rand.NewPCG(seed, 1)} // no probes: the throttle alone
 		ask := budget.Ask{Available: time.Second, Criticality: budget.Sheddable}
-		v := time.Duration(0)
-		step := func(fail bool) bool {
-			now := origin.Add(v)
-			v += 10 * time.Millisecond
-			dec := op.BeginAt(now, ask)
-			if !dec.Admit {
-				return false
-			}
-			outcome := budget.OutcomeOK
-			if fail {
-				outcome = budget.OutcomeFailed
-			}
-			op.EndAt(now, now.Add(time.Millisecond), outcome, dec.Probe)
-			return true
-		}
+		step := stepper(op, ask)
 		for i := range 300 { // 3 s of a dependency failing 2 of every 3 calls
 			step(i%3 != 0)
 		}
-		for range 12000 { // two minutes after it recovered
+		for range 30000 { // five minutes after it recovered
 			step(false)
 		}
 		admitted := 0
@@ -69,7 +57,7 @@ func TestSheddableThrottleLetsGo(t *testing.T) {
 			}
 		}
 		if admitted < 90 {
-			t.Errorf("Throttle %v: %d of 100 sheddable calls admitted two minutes after the dependency recovered", k, admitted)
+			t.Errorf("Throttle %v: %d of 100 sheddable calls admitted five minutes after the dependency recovered (seed %d)", k, admitted, seed)
 		}
 	}
 }
@@ -82,21 +70,7 @@ func TestThrottledOpProbesAndLetsGo(t *testing.T) {
 	for _, c := range []budget.Criticality{budget.Sheddable, budget.DefaultCriticality, budget.Critical} {
 		op := &budget.Op{Name: "dep"}
 		ask := budget.Ask{Available: time.Second, Criticality: c}
-		v := time.Duration(0)
-		step := func(fail bool) bool {
-			now := origin.Add(v)
-			v += 10 * time.Millisecond
-			dec := op.BeginAt(now, ask)
-			if !dec.Admit {
-				return false
-			}
-			outcome := budget.OutcomeOK
-			if fail {
-				outcome = budget.OutcomeFailed
-			}
-			op.EndAt(now, now.Add(time.Millisecond), outcome, dec.Probe)
-			return true
-		}
+		step := stepper(op, ask)
 		for range 500 { // 5 s of a dependency failing every call at once
 			step(true)
 		}
@@ -112,6 +86,27 @@ func TestThrottledOpProbesAndLetsGo(t *testing.T) {
 		if admitted < 95 {
 			t.Errorf("%v: %d of 100 calls admitted in the second second after the dependency recovered", c, admitted)
 		}
+	}
+}
+
+// stepper returns a function that offers op one call of ask every 10 ms
+// of virtual time, from origin, against a dependency that answers in 1 ms,
+// failing when told to, and reports whether the call was admitted.
+func stepper(op *budget.Op, ask budget.Ask) func(fail bool) bool {
+	v := time.Duration(0)
+	return func(fail bool) bool {
+		now := origin.Add(v)
+		v += 10 * time.Millisecond
+		dec := op.BeginAt(now, ask)
+		if !dec.Admit {
+			return false
+		}
+		outcome := budget.OutcomeOK
+		if fail {
+			outcome = budget.OutcomeFailed
+		}
+		op.EndAt(now, now.Add(time.Millisecond), outcome, dec.Probe)
+		return true
 	}
 }
 
@@ -203,5 +198,25 @@ func TestRegimeAt(t *testing.T) {
 	}
 	if got := budget.Regime(9).String(); got != "regime(9)" {
 		t.Errorf("Regime(9) = %q", got)
+	}
+}
+
+// A caller that marks its calls as probes and sends them with a 30-day
+// budget gets no more of a refusing dependency than the op's own probes:
+// twice the usual latency, doubled at most 64 times.
+func TestForwardedProbeIsCapped(t *testing.T) {
+	t.Parallel()
+	op := &budget.Op{Name: "db", Prior: 20 * time.Millisecond}
+	op.EndAt(origin, origin.Add(5*time.Millisecond), budget.OutcomeOK, false) // usual: 5 ms
+	for i := range 5 {
+		op.EndAt(origin, origin.Add(time.Second+time.Duration(i)), budget.OutcomeExpired, false)
+	}
+	now := origin.Add(2 * time.Second)
+	dec := op.BeginAt(now, budget.Ask{Available: 30 * 24 * time.Hour, Probe: true})
+	if !dec.Admit || !dec.Probe {
+		t.Fatalf("a marked call was refused: %+v", dec)
+	}
+	if dec.Cap <= 0 || dec.Cap > 64*10*time.Millisecond {
+		t.Fatalf("a forwarded probe with 30 days is capped at %v, want at most 64 × 10 ms", dec.Cap)
 	}
 }

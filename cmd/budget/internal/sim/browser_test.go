@@ -8,6 +8,7 @@ import (
 
 	"github.com/timebudget/budget/cmd/budget/internal/browsertest"
 	"github.com/timebudget/budget/cmd/budget/internal/sim"
+	"github.com/timebudget/budget/cmd/budget/internal/topology"
 )
 
 // TestReportRendersInChromium simulates the geo topology with a hung
@@ -23,29 +24,37 @@ func TestReportRendersInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := sim.NewReport("testdata/geo.yaml", top.Entry, float64(top.Budget)/1e6, len(top.Names), cfg, results)
+	url, dom := render(t, bin, "testdata/geo.yaml", top, cfg, results, 1200, 2400)
+	for _, p := range sim.Patterns {
+		if !strings.Contains(dom, `<tr data-pattern="`+p.Key()+`">`) {
+			t.Errorf("no table row for %s", p)
+		}
+	}
+	if n := strings.Count(dom, `<svg role="img"`); n != 3 {
+		t.Errorf("%d charts on the rendered page, want 3", n)
+	}
+	browsertest.Screenshot(t, bin, url, "sim-report.png", 1200, 2400)
+}
+
+// render writes the report of results as HTML, opens it in Chromium at
+// width × height and returns its URL and the DOM Chromium built.
+func render(t *testing.T, bin, path string, top *topology.Topology, cfg sim.Config, results []sim.Result, width, height int) (string, string) {
+	t.Helper()
+	rep := sim.NewReport(path, top.Entry, float64(top.Budget)/1e6, len(top.Names), cfg, results)
 	page, err := rep.RenderHTML()
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "report.html")
-	if err := os.WriteFile(path, page, 0o644); err != nil {
+	file := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(file, page, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	url := "file://" + path
-	dom, err := browsertest.Run(t, bin, 1200, 2400, "--dump-dom", url)
+	url := "file://" + file
+	dom, err := browsertest.Run(t, bin, width, height, "--dump-dom", url)
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v\n%s", err, dom)
 	}
-	for _, p := range sim.Patterns {
-		if !strings.Contains(string(dom), `<tr data-pattern="`+p.Key()+`">`) {
-			t.Errorf("no table row for %s", p)
-		}
-	}
-	if n := strings.Count(string(dom), `<svg role="img"`); n != 3 {
-		t.Errorf("%d charts on the rendered page, want 3", n)
-	}
-	browsertest.Screenshot(t, bin, url, "sim-report.png", 1200, 2400)
+	return url, string(dom)
 }
 
 // TestRecoveryReportRendersInChromium simulates the three-hop example with
@@ -66,21 +75,8 @@ func TestRecoveryReportRendersInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := sim.NewReport("testdata/chain3.yaml", top.Entry, float64(top.Budget)/1e6, len(top.Names), cfg, results)
-	page, err := rep.RenderHTML()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "report.html")
-	if err := os.WriteFile(path, page, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	url := "file://" + path
-	dom, err := browsertest.Run(t, bin, 1280, 800, "--dump-dom", url)
-	if err != nil {
-		t.Fatalf("chromium --dump-dom: %v\n%s", err, dom)
-	}
-	_, table, ok := strings.Cut(string(dom), `<table class="recovery">`)
+	url, dom := render(t, bin, "testdata/chain3.yaml", top, cfg, results, 1280, 800)
+	_, table, ok := strings.Cut(dom, `<table class="recovery">`)
 	if !ok {
 		t.Fatal("the rendered page has no recovery table")
 	}
