@@ -35,9 +35,14 @@ func (st *stmt) done() {
 	release(st.conn)
 }
 
-// start sends the settings and sql in one pipeline and consumes the
-// settings' result.
-func (st *stmt) start(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) {
+// start sends the settings, then queued, then (for a kind that restores
+// them) the restore, in one pipeline, and consumes the settings' result.
+func (st *stmt) start(ctx context.Context, queued ...*pgx.QueuedQuery) (pgx.BatchResults, error) {
+	b := settings(st.ms, st.kind)
+	b.QueuedQueries = append(b.QueuedQueries, queued...)
+	if st.kind.restores() {
+		b.Queue(restoreSQL)
+	}
 	arm(st.pc, true)
 	br := st.s.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
@@ -65,12 +70,7 @@ func (st *stmt) query(ctx context.Context, sql string, args []any) (pgx.Rows, er
 			return nil, expired(ctx, st.cfg.stage, err)
 		}
 	}
-	b := settings(st.ms, st.kind)
-	b.Queue(sql, args...)
-	if st.kind.restores() {
-		b.Queue(restoreSQL)
-	}
-	br, err := st.start(ctx, b)
+	br, err := st.start(ctx, &pgx.QueuedQuery{SQL: sql, Arguments: args})
 	if err != nil {
 		return nil, err
 	}
@@ -111,12 +111,7 @@ func (st *stmt) exec(ctx context.Context, sql string, args []any) (pgconn.Comman
 			return pgconn.CommandTag{}, expired(ctx, st.cfg.stage, err)
 		}
 	}
-	b := settings(st.ms, st.kind)
-	b.Queue(sql, args...)
-	if st.kind.restores() {
-		b.Queue(restoreSQL)
-	}
-	br, err := st.start(ctx, b)
+	br, err := st.start(ctx, &pgx.QueuedQuery{SQL: sql, Arguments: args})
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
@@ -137,12 +132,7 @@ func (st *stmt) sendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 		st.ms = 0 // nothing armed
 		return &batch{br: st.s.SendBatch(ctx, b), st: st, ctx: ctx}
 	}
-	nb := settings(st.ms, st.kind)
-	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
-	if st.kind.restores() {
-		nb.Queue(restoreSQL)
-	}
-	br, err := st.start(ctx, nb)
+	br, err := st.start(ctx, b.QueuedQueries...)
 	if err != nil {
 		return &batch{err: err}
 	}
