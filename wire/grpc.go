@@ -74,29 +74,28 @@ func parseGRPC(v string) (time.Duration, reason) {
 	if len(v) == 0 {
 		return 0, reasonNoDigits
 	}
-	var unit time.Duration
-	switch c := v[len(v)-1]; c {
-	case 'H':
-		unit = time.Hour
-	case 'M':
-		unit = time.Minute
-	case 'S':
-		unit = time.Second
-	case 'm':
-		unit = time.Millisecond
-	case 'u':
-		unit = time.Microsecond
-	case 'n':
-		unit = time.Nanosecond
-	default:
-		if c-'0' <= 9 {
-			return 0, reasonNoUnit
-		}
-		return 0, reasonBadUnit
+	unit, r := grpcUnit(v[len(v)-1])
+	if r != reasonNone {
+		return 0, r
 	}
 	n, r := parseDigits(v[:len(v)-1], grpcDigits)
 	if r != reasonNone {
 		return 0, r
 	}
 	return mul(n, unit), reasonNone
+}
+
+// grpcUnit returns the unit the letter c names, from the same table
+// AppendGRPCTimeout writes with; a digit where the letter belongs means the unit
+// is missing.
+func grpcUnit(c byte) (time.Duration, reason) {
+	for _, u := range grpcUnits {
+		if u.letter == c {
+			return u.unit, reasonNone
+		}
+	}
+	if c-'0' <= 9 {
+		return 0, reasonNoUnit
+	}
+	return 0, reasonBadUnit
 }
