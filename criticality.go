@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strconv"
 	"time"
+
+	"github.com/timebudget/budget/internal/ascii"
 )
 
 // Criticality says how much a request matters when capacity runs short: under
@@ -76,30 +78,11 @@ func parseCriticality(s string) (Criticality, bool) {
 		return DefaultCriticality, false
 	}
 	for _, c := range [...]Criticality{Critical, DefaultCriticality, Sheddable} {
-		if equalFoldASCII(s, c.String()) {
+		if ascii.EqualFoldLower(s, c.String()) {
 			return c, true
 		}
 	}
 	return DefaultCriticality, false
-}
-
-// equalFoldASCII reports whether s equals lower, a lower-case ASCII word,
-// ignoring the case of ASCII letters only: no Unicode folding (the Kelvin
-// sign is not a k).
-func equalFoldASCII(s, lower string) bool {
-	if len(s) != len(lower) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		if 'A' <= b && b <= 'Z' {
-			b += 'a' - 'A'
-		}
-		if b != lower[i] {
-			return false
-		}
-	}
-	return true
 }
 
 type criticalityKey struct{}

@@ -1,6 +1,9 @@
 package wire
 
-import "github.com/timebudget/budget"
+import (
+	"github.com/timebudget/budget"
+	"github.com/timebudget/budget/internal/ascii"
+)
 
 // HeaderRequestCriticality carries how much a request matters when capacity runs
 // short, beside its deadline: "critical", "default" or "sheddable", compared without
@@ -81,29 +84,11 @@ func parseCriticality(v string) (budget.Criticality, reason) {
 		return CriticalityDefault, reasonNotCriticality
 	}
 	for i, name := range criticalityNames {
-		if equalFoldLower(v, name) {
+		if ascii.EqualFoldLower(v, name) {
 			return budget.Criticality(i - 1), reasonNone
 		}
 	}
 	return CriticalityDefault, reasonNotCriticality
-}
-
-// equalFoldLower reports whether s equals lower, a lower-case ASCII word, ignoring the
-// case of ASCII letters only.
-func equalFoldLower(s, lower string) bool {
-	if len(s) != len(lower) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		if 'A' <= b && b <= 'Z' {
-			b += 'a' - 'A'
-		}
-		if b != lower[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // readCriticality reads [HeaderRequestCriticality] from h into d: every element of
