@@ -67,25 +67,22 @@ func (b *RetryQuota) slice() int64 {
 }
 
 func (b *RetryQuota) deposit() int64 {
-	switch {
-	case b.Ratio < 0:
-		return 0
-	case b.Ratio == 0:
-		return defaultRetryRatio * retryScale
-	}
-	return int64(b.Ratio * retryScale)
+	return int64(setting(b.Ratio, defaultRetryRatio) * retryScale)
 }
 
 // reserve is the floor, in units: MinPerSecond over the whole TTL.
 func (b *RetryQuota) reserve() int64 {
-	per := b.MinPerSecond
-	switch {
-	case per < 0:
-		return 0
-	case per == 0:
-		per = defaultRetryMinPerSecond
-	}
+	per := setting(b.MinPerSecond, defaultRetryMinPerSecond)
 	return int64(per * float64(b.slice()*retrySlots) / float64(time.Second) * retryScale)
+}
+
+// setting reads Ratio or MinPerSecond as their docs say: zero is the default
+// def, a negative value is zero (off).
+func setting(v, def float64) float64 {
+	if v == 0 {
+		return def
+	}
+	return max(v, 0)
 }
 
 // add adds delta units to the slice holding now, resetting the slice when it
