@@ -1,6 +1,7 @@
 package amqpbudget
 
 import (
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -123,24 +124,18 @@ func text(v any) string {
 		return x
 	case []byte:
 		return string(x)
-	case int8:
-		return strconv.FormatInt(int64(x), 10)
-	case int16:
-		return strconv.FormatInt(int64(x), 10)
-	case int32:
-		return strconv.FormatInt(int64(x), 10)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case int:
-		return strconv.Itoa(x)
-	case uint8:
-		return strconv.FormatUint(uint64(x), 10)
-	case uint16:
-		return strconv.FormatUint(uint64(x), 10)
-	case uint32:
-		return strconv.FormatUint(uint64(x), 10)
-	case uint64:
-		return strconv.FormatUint(x, 10)
+	}
+	// The integer types AMQP tables carry, by kind: int8 to int64 and int,
+	// uint8 to uint64. Named types are none of these (amqp091 decodes none).
+	r := reflect.ValueOf(v)
+	if !r.IsValid() || r.Type().PkgPath() != "" {
+		return notText
+	}
+	switch r.Kind() {
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Int:
+		return strconv.FormatInt(r.Int(), 10)
+	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return strconv.FormatUint(r.Uint(), 10)
 	}
 	return notText
 }
