@@ -88,53 +88,60 @@ func NewObserver(opts ...Option) (*Observer, error) {
 	if cfg.provider == nil {
 		cfg.provider = otel.GetMeterProvider()
 	}
-	m := cfg.provider.Meter(ScopeName)
 	o := &Observer{stages: newStages(cfg.stageLimit), grace: cfg.orphanGrace, spans: cfg.spans}
-	var b builder
-	o.remaining = b.histogram(m, "budget.remaining", "s", secondsBuckets,
-		"Time left before the deadline when a request arrived and when each attempt started.")
-	o.queueWait = b.histogram(m, "budget.queue.wait", "s", secondsBuckets,
-		"Time an item waited in a deadline-aware queue.")
-	o.used = b.histogram(m, "budget.used", "1", fractionBuckets,
-		"Fraction of the request's budget one attempt used.")
-	o.refusals = b.counter(m, "budget.refusals", "{refusal}",
-		"Work not started for lack of time, and deadline headers ignored, by reason.")
-	o.expiries = b.counter(m, "budget.expiries", "{attempt}",
-		"Attempts that ran out of time.")
-	o.hedges = b.counter(m, "budget.hedges", "{attempt}",
-		"Hedged second attempts started.")
-	o.queueDrops = b.counter(m, "budget.queue.drops", "{item}",
-		"Queue items dropped instead of handed out, by reason.")
-	o.detached = b.counter(m, "budget.detached", "{task}",
-		"Work detached to run after the answer.")
-	o.orphaned = b.counter(m, "budget.orphaned", "{attempt}",
-		"Attempts still running after their caller's deadline had passed.")
-	o.ejections = b.counter(m, "budget.ejections", "{replica}",
-		"Replicas a balancer ejected (event eject) and took back (event recover).")
-	if b.err != nil {
-		return nil, b.err
+	if err := o.instruments(cfg.provider.Meter(ScopeName)); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
 
-// builder creates instruments and keeps the first error.
-type builder struct{ err error }
-
-func (b *builder) histogram(m metric.Meter, name, unit string, bounds []float64, desc string) metric.Float64Histogram {
-	h, err := m.Float64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc),
-		metric.WithExplicitBucketBoundaries(bounds...))
-	if err != nil && b.err == nil {
-		b.err = fmt.Errorf("otelbudget: creating histogram %s: %w", name, err)
+// instruments creates the observer's instruments from one table each of
+// histograms and counters, so that a metric is one row; it fails on the
+// first the meter refuses, naming it.
+func (o *Observer) instruments(m metric.Meter) error {
+	histograms := [...]struct {
+		to         *metric.Float64Histogram
+		name, unit string
+		bounds     []float64
+		desc       string
+	}{
+		{&o.remaining, "budget.remaining", "s", secondsBuckets,
+			"Time left before the deadline when a request arrived and when each attempt started."},
+		{&o.queueWait, "budget.queue.wait", "s", secondsBuckets,
+			"Time an item waited in a deadline-aware queue."},
+		{&o.used, "budget.used", "1", fractionBuckets,
+			"Fraction of the request's budget one attempt used."},
 	}
-	return h
-}
-
-func (b *builder) counter(m metric.Meter, name, unit, desc string) metric.Int64Counter {
-	c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-	if err != nil && b.err == nil {
-		b.err = fmt.Errorf("otelbudget: creating counter %s: %w", name, err)
+	counters := [...]struct {
+		to               *metric.Int64Counter
+		name, unit, desc string
+	}{
+		{&o.refusals, "budget.refusals", "{refusal}",
+			"Work not started for lack of time, and deadline headers ignored, by reason."},
+		{&o.expiries, "budget.expiries", "{attempt}", "Attempts that ran out of time."},
+		{&o.hedges, "budget.hedges", "{attempt}", "Hedged second attempts started."},
+		{&o.queueDrops, "budget.queue.drops", "{item}",
+			"Queue items dropped instead of handed out, by reason."},
+		{&o.detached, "budget.detached", "{task}", "Work detached to run after the answer."},
+		{&o.orphaned, "budget.orphaned", "{attempt}",
+			"Attempts still running after their caller's deadline had passed."},
+		{&o.ejections, "budget.ejections", "{replica}",
+			"Replicas a balancer ejected (event eject) and took back (event recover)."},
 	}
-	return c
+	var err error
+	for _, h := range histograms {
+		*h.to, err = m.Float64Histogram(h.name, metric.WithUnit(h.unit), metric.WithDescription(h.desc),
+			metric.WithExplicitBucketBoundaries(h.bounds...))
+		if err != nil {
+			return fmt.Errorf("otelbudget: creating histogram %s: %w", h.name, err)
+		}
+	}
+	for _, c := range counters {
+		if *c.to, err = m.Int64Counter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.desc)); err != nil {
+			return fmt.Errorf("otelbudget: creating counter %s: %w", c.name, err)
+		}
+	}
+	return nil
 }
 
 // Observe records ev. It implements [budget.Observer]. A nil *Observer
