@@ -58,9 +58,21 @@ var _ propagation.TextMapPropagator = (*Propagator)(nil)
 // PropagatorOption configures [NewPropagator].
 type PropagatorOption interface{ applyPropagator(*Propagator) }
 
-type propagatorOption func(*Propagator)
+// policyOption is both options: it sets where Extract reads its policy, a
+// switch (WithSwitch) or a fixed policy (WithPolicy), which gets a switch of
+// its own when NewPropagator applies it, so that an invalid one panics there.
+type policyOption struct {
+	s     *wire.Switch
+	p     *wire.Policy
+	fixed bool
+}
 
-func (f propagatorOption) applyPropagator(p *Propagator) { f(p) }
+func (o policyOption) applyPropagator(prop *Propagator) {
+	if o.fixed {
+		o.s = edge.PolicySwitch("otelbudget", o.p)
+	}
+	prop.policy = o.s
+}
 
 // WithPolicy sets the inbound policy under which [Propagator.Extract]
 // reads the deadline member, as the server adapters read headers. The
@@ -78,14 +90,14 @@ func (f propagatorOption) applyPropagator(p *Propagator) { f(p) }
 // a setup mistake caught before any request; call Validate first to handle
 // it as an error.
 func WithPolicy(p *wire.Policy) PropagatorOption {
-	return propagatorOption(func(prop *Propagator) { prop.policy = edge.PolicySwitch("otelbudget", p) })
+	return policyOption{p: p, fixed: true}
 }
 
 // WithSwitch reads the inbound policy from s on every Extract, so an
 // operator can change it at run time, as the server adapters' WithSwitch
 // options allow. A nil s is the default, the zero policy.
 func WithSwitch(s *wire.Switch) PropagatorOption {
-	return propagatorOption(func(prop *Propagator) { prop.policy = s })
+	return policyOption{s: s}
 }
 
 // NewPropagator returns a baggage propagator that carries the deadline.
