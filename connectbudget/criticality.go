@@ -36,11 +36,8 @@ func WithClassifier(f func(ctx context.Context, procedure string) budget.Critica
 	return serverOption(func(c *serverConfig) { c.classify = f })
 }
 
-// request is what the arrival steps need of a call.
+// request is what the arrival steps need of a call, as every RPC adapter
+// builds it ([edge.CallRequest]).
 func (s *server) request(ctx context.Context, procedure string, header http.Header, now time.Time) edge.Request {
-	req := edge.Request{Header: wire.HTTPHeader(header), Now: now}
-	if f := s.cfg.classify; f != nil {
-		req.Criticality, req.Classified = f(ctx, procedure), true
-	}
-	return req
+	return edge.CallRequest(ctx, procedure, wire.HTTPHeader(header), now, s.cfg.classify)
 }

@@ -63,6 +63,21 @@ type Request struct {
 	Classified bool
 }
 
+// CallRequest returns the Request of a call to name, a gRPC method or a
+// Connect procedure, whose headers h arrived at now. When classify, the
+// adapter's classifier (WithClassifier), is not nil, it gives the call its
+// class from ctx and name, and the request is marked Classified; otherwise
+// the class is left to [Arrival.Arrive]'s other sources. classify runs once,
+// here, before the handler.
+func CallRequest(ctx context.Context, name string, h wire.Header, now time.Time,
+	classify func(ctx context.Context, name string) budget.Criticality) Request {
+	req := Request{Header: h, Now: now}
+	if classify != nil {
+		req.Criticality, req.Classified = classify(ctx, name), true
+	}
+	return req
+}
+
 // Arrive applies p to req, which arrived with ctx, and returns the context
 // its handler runs in, with the cancel function of the budget started there
 // (nil when none was: the policy set no deadline and ctx is returned as it

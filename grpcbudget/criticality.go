@@ -37,13 +37,10 @@ func WithClassifier(f func(ctx context.Context, fullMethod string) budget.Critic
 	return serverOption(func(c *serverConfig) { c.classify = f })
 }
 
-// request is what the arrival steps need of a call.
+// request is what the arrival steps need of a call, as every RPC adapter
+// builds it ([edge.CallRequest]).
 func (s *server) request(ctx context.Context, method string, md metadata.MD, now time.Time) edge.Request {
-	req := edge.Request{Header: wire.Metadata(md), Now: now}
-	if f := s.cfg.classify; f != nil {
-		req.Criticality, req.Classified = f(ctx, method), true
-	}
-	return req
+	return edge.CallRequest(ctx, method, wire.Metadata(md), now, s.cfg.classify)
 }
 
 // probeKey is [wire.HeaderBudgetProbe] as gRPC metadata spells it.

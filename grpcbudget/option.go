@@ -165,10 +165,6 @@ func WithClientStage(name string) ClientOption {
 	return clientOption(func(c *clientConfig) { c.stage = name })
 }
 
-// stageOf is the stage of a call to method.
-func (c *clientConfig) stageOf(method string) string {
-	if c.stage != "" {
-		return c.stage
-	}
-	return method
-}
+// stageOf is the stage of a call to method, named as the server side names
+// its stages ([edge.Named]).
+func (c *clientConfig) stageOf(method string) string { return edge.Named(c.stage, method) }
