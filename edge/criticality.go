@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/wire"
@@ -29,6 +30,33 @@ func ProbeValue(ctx context.Context) (string, bool) {
 		return wire.ProbeValue, true
 	}
 	return "", false
+}
+
+// The header values StampHTTP writes, one shared slice per value: net/http
+// only reads them, and their capacity equals their length, so an append by
+// anyone else copies rather than writes into them.
+var (
+	criticalValue  = []string{"critical"}[:1:1]
+	sheddableValue = []string{"sheddable"}[:1:1]
+	probeValue     = []string{wire.ProbeValue}[:1:1]
+)
+
+// StampHTTP writes the class ctx carries into h, the header of an outgoing
+// HTTP request that the caller owns, as [wire.HeaderRequestCriticality], and
+// the probe mark as [wire.HeaderBudgetProbe] when ctx is marked as a probe:
+// the values of [CriticalityValue] and [ProbeValue], under their canonical
+// names. The default class is not sent. It does not allocate: the values are
+// slices shared by every request, which h's readers must not modify.
+func StampHTTP(ctx context.Context, h http.Header) {
+	switch budget.CriticalityFrom(ctx) {
+	case budget.Critical:
+		h[wire.HeaderRequestCriticality] = criticalValue
+	case budget.Sheddable:
+		h[wire.HeaderRequestCriticality] = sheddableValue
+	}
+	if budget.IsProbe(ctx) {
+		h[wire.HeaderBudgetProbe] = probeValue
+	}
 }
 
 // WithCarriedCriticality returns a copy of ctx carrying a

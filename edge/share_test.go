@@ -3,6 +3,7 @@ package edge_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -41,6 +42,61 @@ func TestCallRequest(t *testing.T) {
 	if v := req.Header.Values("grpc-timeout"); !slices.Equal(v, []string{"1S"}) {
 		t.Errorf("Header.Values(grpc-timeout) = %q, want [1S]", v)
 	}
+}
+
+// StampHTTP writes the class other than the default and the probe mark under
+// their canonical names, nothing for a plain context, and allocates nothing.
+func TestStampHTTP(t *testing.T) {
+	bg := context.Background()
+	for _, tc := range []struct {
+		ctx         context.Context
+		class, prob []string
+	}{
+		{bg, nil, nil},
+		{budget.WithCriticality(bg, budget.DefaultCriticality), nil, nil},
+		{budget.WithCriticality(bg, budget.Critical), []string{"critical"}, nil},
+		{budget.WithCriticality(bg, budget.Sheddable), []string{"sheddable"}, nil},
+		{budget.WithProbe(budget.WithCriticality(bg, budget.Sheddable)), []string{"sheddable"}, []string{wire.ProbeValue}},
+		{budget.WithProbe(bg), nil, []string{wire.ProbeValue}},
+	} {
+		h := http.Header{}
+		edge.StampHTTP(tc.ctx, h)
+		if got := h[wire.HeaderRequestCriticality]; !slices.Equal(got, tc.class) {
+			t.Errorf("%s = %q, want %q", wire.HeaderRequestCriticality, got, tc.class)
+		}
+		if got := h[wire.HeaderBudgetProbe]; !slices.Equal(got, tc.prob) {
+			t.Errorf("%s = %q, want %q", wire.HeaderBudgetProbe, got, tc.prob)
+		}
+		if want := len(tc.class) + len(tc.prob); len(h) != want {
+			t.Errorf("header has %d fields, want %d: %v", len(h), want, h)
+		}
+	}
+
+	// The shared values cannot be grown into by a later append.
+	h := http.Header{}
+	edge.StampHTTP(budget.WithCriticality(bg, budget.Critical), h)
+	h.Add(wire.HeaderRequestCriticality, "sheddable")
+	h2 := http.Header{}
+	edge.StampHTTP(budget.WithCriticality(bg, budget.Critical), h2)
+	if got := h2[wire.HeaderRequestCriticality]; !slices.Equal(got, []string{"critical"}) {
+		t.Errorf("after an Add to another request's header: %q, want [critical]", got)
+	}
+
+	ctx := budget.WithProbe(budget.WithCriticality(bg, budget.Critical))
+	h = http.Header{}
+	if n := testing.AllocsPerRun(100, func() { edge.StampHTTP(ctx, h) }); n != 0 {
+		t.Errorf("StampHTTP allocates %v times, want 0", n)
+	}
+}
+
+// An HTTP-carried client stamps the class and the probe mark of the call's
+// context onto the request it sends.
+func ExampleStampHTTP() {
+	ctx := budget.WithCriticality(context.Background(), budget.Sheddable)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://inventory.internal/items", nil)
+	edge.StampHTTP(req.Context(), req.Header)
+	fmt.Println(req.Header.Get(wire.HeaderRequestCriticality))
+	// Output: sheddable
 }
 
 // An RPC adapter builds each call's Request with its classifier, then

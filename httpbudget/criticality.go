@@ -1,7 +1,6 @@
 package httpbudget
 
 import (
-	"context"
 	"net/http"
 	"time"
 
@@ -40,29 +39,10 @@ func (h *handler) request(r *http.Request, now time.Time) edge.Request {
 	return req
 }
 
-// The header values the Transport sends, one shared slice per class: net/http
-// only reads them, and their capacity equals their length, so an append by
-// anyone else copies rather than writes into them.
-var (
-	criticalValue  = []string{"critical"}[:1:1]
-	sheddableValue = []string{"sheddable"}[:1:1]
-	probeValue     = []string{wire.ProbeValue}[:1:1]
-)
-
 // setCriticality writes the class ctx carries into h, the header of a request
 // the Transport owns, and the probe mark when ctx is marked as a probe; the
 // default class is not sent. It does not allocate.
-func setCriticality(ctx context.Context, h http.Header) {
-	switch budget.CriticalityFrom(ctx) {
-	case budget.Critical:
-		h[wire.HeaderRequestCriticality] = criticalValue
-	case budget.Sheddable:
-		h[wire.HeaderRequestCriticality] = sheddableValue
-	}
-	if budget.IsProbe(ctx) {
-		h[wire.HeaderBudgetProbe] = probeValue
-	}
-}
+var setCriticality = edge.StampHTTP
 
 // withCriticality returns req, or a copy carrying the class of its context
 // when that is not the default and its probe mark, for a request sent
