@@ -32,50 +32,43 @@ const (
 	AttrCriticality = attribute.Key("budget.criticality")
 )
 
-// Keys of the attributes of span events only.
-const (
-	attrOffsetMS   = attribute.Key("budget.offset_ms")
-	attrDurationMS = attribute.Key("budget.duration_ms")
-	attrNeededMS   = attribute.Key("budget.needed_ms")
-	attrOutcome    = attribute.Key("budget.outcome")
-	attrReason     = attribute.Key("budget.reason")
-	attrAttempt    = attribute.Key("budget.attempt")
-	attrProbe      = attribute.Key("budget.probe")
-)
-
 // ms renders d in milliseconds with microsecond resolution.
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // annotate adds ev to the span of ctx, when that span is recording: each
 // event becomes a span event named "budget.<kind>" (one per ledger entry,
-// with the ledger's numbers as attributes), an arrival also sets the span's
-// budget attributes, and a refusal sets the refusal attributes, so a refused
-// call is visible in the trace it belongs to.
+// with the ledger's numbers as attributes: budget.stage, budget.offset_ms and
+// budget.remaining_ms always; budget.duration_ms, budget.needed_ms,
+// budget.outcome, budget.attempt and budget.probe when set; budget.reason on
+// a refusal), an arrival also sets the span's budget attributes, and a
+// refusal sets the refusal attributes, so a refused call is visible in the
+// trace it belongs to. The event-only keys are written here, where they are
+// set, and nowhere else.
 func annotate(ctx context.Context, ev budget.Event) {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return
 	}
 	attrs := make([]attribute.KeyValue, 0, 9)
-	attrs = append(attrs, AttrStage.String(ev.Stage), attrOffsetMS.Float64(ms(ev.Offset)),
+	attrs = append(attrs, AttrStage.String(ev.Stage), attribute.Float64("budget.offset_ms", ms(ev.Offset)),
 		AttrRemainingMS.Float64(ms(ev.Remaining)))
 	if ev.Duration != 0 {
-		attrs = append(attrs, attrDurationMS.Float64(ms(ev.Duration)))
+		attrs = append(attrs, attribute.Float64("budget.duration_ms", ms(ev.Duration)))
 	}
 	if ev.Needed != 0 {
-		attrs = append(attrs, attrNeededMS.Float64(ms(ev.Needed)))
+		attrs = append(attrs, attribute.Float64("budget.needed_ms", ms(ev.Needed)))
 	}
 	if ev.Outcome != budget.OutcomeNone {
-		attrs = append(attrs, attrOutcome.String(ev.Outcome.String()))
+		attrs = append(attrs, attribute.String("budget.outcome", ev.Outcome.String()))
 	}
 	if ev.Attempt != 0 {
-		attrs = append(attrs, attrAttempt.Int(ev.Attempt))
+		attrs = append(attrs, attribute.Int("budget.attempt", ev.Attempt))
 	}
 	if ev.Probe {
-		attrs = append(attrs, attrProbe.Bool(true))
+		attrs = append(attrs, attribute.Bool("budget.probe", true))
 	}
 	if reason, ok := refusalReason(ev); ok {
-		attrs = append(attrs, attrReason.String(reason))
+		attrs = append(attrs, attribute.String("budget.reason", reason))
 		span.SetAttributes(AttrRefusalStage.String(ev.Stage), AttrRefusalReason.String(reason))
 	}
 	if ev.Kind == budget.EventArrival {
