@@ -34,36 +34,35 @@ const HeaderMessageTimeout = wire.HeaderRequestMessageTimeout
 // [context.DeadlineExceeded] and carries connect.CodeDeadlineExceeded.
 var ErrIdle = errors.New("connectbudget: stream idle")
 
-// idleError says which side of a stream went quiet, and for how long.
-type idleError struct {
+// streamError is the error of a stream operation that ran out of a limit:
+// the idle timeout, when quiet names the side that sent nothing ("client" or
+// "server"), or the client's per-message budget, when what names the
+// operation ("Send" or "Receive"). d is the limit. Its two names say at the
+// sites that make one which limit it is.
+type streamError struct {
 	stage string
-	quiet string // "client" or "server"
+	quiet string
+	what  string
 	d     time.Duration
 }
 
-func (e *idleError) Error() string {
-	return fmt.Sprintf("connectbudget: %s: the %s sent nothing for %v (idle timeout)", e.stage, e.quiet, e.d)
-}
+type (
+	idleError    = streamError // the idle timeout ran out ([ErrIdle])
+	messageError = streamError // a client's Send or Receive took longer than the per-message budget
+)
 
-// Is reports whether target is ErrIdle or context.DeadlineExceeded.
-func (e *idleError) Is(target error) bool {
-	return target == ErrIdle || target == context.DeadlineExceeded
-}
-
-// messageError is the error of a client stream operation that took longer
-// than the per-message budget.
-type messageError struct {
-	stage string
-	what  string // "Send" or "Receive"
-	d     time.Duration
-}
-
-func (e *messageError) Error() string {
+func (e *streamError) Error() string {
+	if e.quiet != "" {
+		return fmt.Sprintf("connectbudget: %s: the %s sent nothing for %v (idle timeout)", e.stage, e.quiet, e.d)
+	}
 	return fmt.Sprintf("connectbudget: %s: %s took longer than the per-message budget of %v", e.stage, e.what, e.d)
 }
 
-// Is reports whether target is context.DeadlineExceeded.
-func (e *messageError) Is(target error) bool { return target == context.DeadlineExceeded }
+// Is reports whether target is context.DeadlineExceeded, or ErrIdle for the
+// idle timeout.
+func (e *streamError) Is(target error) bool {
+	return target == context.DeadlineExceeded || (target == ErrIdle && e.quiet != "")
+}
 
 // streamKey is the context key of a server stream's *handlerConn.
 type streamKey struct{}
