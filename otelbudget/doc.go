@@ -39,7 +39,10 @@
 // a span event named "budget.<kind>" ("budget.arrival", "budget.attempt",
 // "budget.refuse", ...) with the ledger entry's stage, offset, remaining
 // time, duration, estimate, outcome and attempt number as attributes, so the
-// span shows the same waterfall the ledger does. An arrival sets the span
+// span shows the same waterfall the ledger does: budget.stage,
+// budget.offset_ms and budget.remaining_ms always; budget.duration_ms,
+// budget.needed_ms, budget.outcome, budget.attempt and budget.probe when
+// set; budget.reason on an event that refused work or a deadline header. An arrival sets the span
 // attributes budget.remaining_ms and budget.stage; a refusal sets
 // budget.refusal.stage and budget.refusal.reason, so a refused call is
 // visible, and searchable, in the trace it belongs to. [SetSource] adds

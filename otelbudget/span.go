@@ -37,13 +37,11 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // annotate adds ev to the span of ctx, when that span is recording: each
 // event becomes a span event named "budget.<kind>" (one per ledger entry,
-// with the ledger's numbers as attributes: budget.stage, budget.offset_ms and
-// budget.remaining_ms always; budget.duration_ms, budget.needed_ms,
-// budget.outcome, budget.attempt and budget.probe when set; budget.reason on
-// a refusal), an arrival also sets the span's budget attributes, and a
-// refusal sets the refusal attributes, so a refused call is visible in the
-// trace it belongs to. The event-only keys are written here, where they are
-// set, and nowhere else.
+// with the ledger's numbers as the attributes the package doc lists, whose
+// event-only keys are written here, where they are set, and nowhere else),
+// an arrival also sets the span's budget attributes, and a refusal sets the
+// refusal attributes, so a refused call is visible in the trace it belongs
+// to.
 func annotate(ctx context.Context, ev budget.Event) {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
