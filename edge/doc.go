@@ -3,13 +3,16 @@
 // drift apart: httpbudget, grpcbudget, connectbudget, amqpbudget and
 // otelbudget all call it.
 //
-// On arrival ([Arrival.Arrive]) a request's deadline sources are read through
-// a [wire.Header], decided by the inbound [wire.Policy], skewed and malformed
+// On arrival ([Arrival.Arrive], with the [Request] an RPC adapter builds by
+// [CallRequest]) a request's deadline sources are read through a
+// [wire.Header], decided by the inbound [wire.Policy], skewed and malformed
 // values and refusals are reported to the observer, the answer margin
 // ([MarginKeeper]) is taken off, the probe mark and class are put on the
 // handler's context, and the budget is started. On the way out ([Send]) the budget is
 // read once ([budget.Read]), a call with less than the minimum useful time
-// left is refused locally, and the values to send are computed. What differs
+// left is refused locally, and the values to send are computed; the class
+// and probe mark go out beside them ([CriticalityValue], [ProbeValue], and
+// [StampHTTP] for an HTTP header). What differs
 // between carriers stays in the adapters: how headers are read from a message
 // or metadata, and how a refusal is spelled (an HTTP status, a gRPC code, a
 // rejected message).
