@@ -64,3 +64,15 @@ func FuzzBudgetNoRetry(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkBudgetNoRetryFormatParse is what a client pays to read the marker
+// a server wrote.
+func BenchmarkBudgetNoRetryFormatParse(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		v, _ := wire.FormatBudgetNoRetry(wire.NoRetryRetried)
+		if r, ok, _ := wire.ParseBudgetNoRetry([]string{v}); !ok || r != wire.NoRetryRetried {
+			b.Fatal(r, ok)
+		}
+	}
+}
