@@ -22,9 +22,9 @@ import (
 // request's criticality (see [WithClassifier]), so under a shortage it sheds
 // sheddable requests first and keeps the top of its Limit for critical ones.
 // A refused request never reaches the handler: it is answered as one refused
-// on arrival is, 504 with a Budget-Expired header, which this package's
-// Transport does not retry, so that a shed request does not come back at
-// once as more load.
+// on arrival is, 504 with a Budget-Expired header and Budget-No-Retry: shed,
+// which this package's Transport does not retry, so that a shed request
+// does not come back at once as more load.
 func WithAdmission(lookup func(stage string) *budget.Op) ServerOption {
 	return handlerOption(func(c *handlerConfig) { c.ops = lookup })
 }
@@ -56,6 +56,7 @@ func (h *handler) serve(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		return nil
 	})
 	if !ran && err != nil {
+		stampShed(w)
 		h.answer(w, r, StatusOf(ctx, err), err.Error())
 	}
 }

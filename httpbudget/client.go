@@ -20,6 +20,15 @@ import (
 // layer should retry; the error also matches [context.DeadlineExceeded].
 var ErrUpstreamExpired = errors.New("httpbudget: upstream refused: budget spent")
 
+// ErrNoRetry is matched by the error [Transport] returns for a failed answer
+// (status 400 or above) that carries Budget-No-Retry: the upstream shed the
+// request on arrival, or already retried its own dependency and gave up, and
+// asks its callers not to retry. The error is marked with
+// [budget.DoNotRetry], so that [budget.Retry] returns it at once and a
+// handler that answers it with [WriteError] passes the request on as one
+// not to retry.
+var ErrNoRetry = errors.New("httpbudget: upstream asked not to retry")
+
 // Transport is an [http.RoundTripper] that sends the request's remaining
 // budget with every request made through it.
 //
@@ -36,7 +45,14 @@ var ErrUpstreamExpired = errors.New("httpbudget: upstream refused: budget spent"
 //     x-envoy-upstream-rq-timeout-ms when configured;
 //   - turns a response carrying Budget-Expired into an error matching
 //     [ErrUpstreamExpired] and [context.DeadlineExceeded], marked
-//     [budget.Permanent] so no retry loop retries it, closing its body.
+//     [budget.Permanent] so no retry loop retries it, closing its body;
+//   - turns a failed response (status 400 or above) carrying
+//     Budget-No-Retry into an error matching [ErrNoRetry] and marked with
+//     [budget.DoNotRetry], closing its body: [budget.ServerRefused] for
+//     "shed" (refused on arrival), [budget.Executed] for "retried" and for
+//     a value it cannot read. [budget.Retry] does not retry it, and
+//     [budget.GaveUp] reports true for it, so that a handler answering it
+//     with [WriteError] passes the "do not retry" on to its own caller.
 //
 // With or without a deadline, it sends the idempotency key the request's
 // context carries ([budget.WithIdempotencyKey]) as Idempotency-Key, unless
@@ -47,9 +63,9 @@ var ErrUpstreamExpired = errors.New("httpbudget: upstream refused: budget spent"
 // and for an error before any connection was obtained for the request (a
 // refused dial, a DNS failure); [budget.MaybeExecuted] once a connection was
 // obtained, and for any error it cannot place; [budget.Executed] for the
-// error made from a Budget-Expired answer. That answer does not tell a
-// refusal on arrival from a handler that ran out of time, so the Transport
-// never reports [budget.ServerRefused]. Its errors report Idempotent() true
+// errors made from answers, except an answer with Budget-No-Retry: shed,
+// which tells a refusal on arrival from a handler that ran out of time:
+// [budget.ServerRefused]. Its errors report Idempotent() true
 // for requests idempotent by net/http's rule (GET, HEAD, OPTIONS, TRACE, or
 // an Idempotency-Key header), which Retry retries whatever their
 // classification; for other requests, telling whether a connection was
@@ -178,12 +194,25 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		stage = redact.String(stage) // an upstream's value, shown in errors and pages
 		t.honoured(hostOf(req), time.Now())
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-		_ = resp.Body.Close()
-		return nil, &budget.Error{Stage: stage, Outcome: budget.OutcomeExpired, Remaining: time.Until(deadline),
-			Err: budget.Permanent(executed(ErrUpstreamExpired, out))}
+		discard(resp)
+		err := budget.Permanent(executed(ErrUpstreamExpired, out))
+		if s, ok := noRetrySent(resp); ok {
+			err = budget.DoNotRetry(err, s)
+		}
+		return nil, &budget.Error{Stage: stage, Outcome: budget.OutcomeExpired, Remaining: time.Until(deadline), Err: err}
+	}
+	if s, ok := noRetrySent(resp); ok {
+		discard(resp)
+		return nil, budget.DoNotRetry(&noRetryAnswer{stage: t.stage(req), status: resp.StatusCode}, s)
 	}
 	return resp, nil
+}
+
+// discard drains a little of resp's body, so that its connection may be
+// reused, and closes it.
+func discard(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	_ = resp.Body.Close()
 }
 
 // hostOf names the host whose lingering state a request reads and updates.

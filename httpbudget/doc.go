@@ -26,5 +26,11 @@
 // and answers repeats with the first answer, from an [IdempotencyStore]
 // ([MemoryIdempotencyStore] in one process).
 //
+// Nor do they multiply across hops: retries happen at the hop nearest the
+// failure. A request refused on arrival is answered with Budget-No-Retry:
+// shed, and [WriteError] adds Budget-No-Retry: retried when the handler's
+// own [budget.Retry] gave up ([budget.GaveUp]); the Transport turns such an
+// answer into an error matching [ErrNoRetry] that no budget.Retry retries.
+//
 // The package depends only on the standard library and this module.
 package httpbudget

@@ -17,7 +17,11 @@ import (
 // deadline header" for 400, "internal server error" otherwise), and, for a
 // 504, a Budget-Expired header naming the stage of the [*budget.Error] in
 // err's chain ("request" when there is none), so that a budget-aware caller
-// does not retry. A nil err is answered as an internal error: a handler
+// does not retry. When err reports [budget.GaveUp] (a [budget.Retry] in the
+// handler already retried its dependency and gave up, or the dependency
+// asked not to retry), the answer also carries Budget-No-Retry: retried, so
+// that callers do not multiply the retries made here: retries happen at the
+// hop nearest the failure. A nil err is answered as an internal error: a handler
 // calls WriteError only when something failed.
 //
 // Use it where http.Error(w, err.Error(), StatusOf(ctx, err)) would send the
@@ -28,7 +32,7 @@ import (
 // URL query string or user info ([budget.RedactError]); name stages with
 // [WithClientStage] when even a host should not show. Like http.Error, it
 // does not end the handler, and the handler should write nothing more. It
-// costs what http.Error does, plus one errors.As.
+// costs what http.Error does, plus one errors.As and a walk of err's chain.
 func WriteError(w http.ResponseWriter, err error) {
 	status := statusOf(err)
 	text := edge.PublicInternal
@@ -44,6 +48,9 @@ func WriteError(w http.ResponseWriter, err error) {
 		text = edge.PublicMalformed
 	default:
 		status = http.StatusInternalServerError
+	}
+	if budget.GaveUp(err) {
+		w.Header()[wire.HeaderBudgetNoRetry] = []string{wire.NoRetryRetried.String()}
 	}
 	http.Error(w, text, status)
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/timebudget/budget"
@@ -22,10 +23,12 @@ import (
 //     before an answer) is [budget.MaybeExecuted], and so is any error the
 //     Transport cannot place: it never calls "not sent" what may have run;
 //   - an answer is [budget.Executed]: it is no error at all, except an
-//     answer carrying Budget-Expired, whose error is marked Executed too
-//     (it is permanent either way). A 504 with Budget-Expired does not tell
-//     a refusal on arrival from a handler that ran out of time, so the
-//     Transport does not report [budget.ServerRefused] for it.
+//     answer carrying Budget-Expired or, with a status of 400 or above,
+//     Budget-No-Retry, whose error is marked Executed too (it is not
+//     retried either way);
+//   - an answer carrying Budget-No-Retry: shed, which this package's
+//     servers stamp on a request refused on arrival (and which tells such
+//     a 504 from a handler that ran out of time), is [budget.ServerRefused].
 //
 // Telling "no connection yet" from "connection obtained" takes an
 // [httptrace.ClientTrace] on the request: four allocations, a copy of the
@@ -154,3 +157,30 @@ func passThrough(base http.RoundTripper, req *http.Request) (*http.Response, err
 	resp, err := base.RoundTrip(out)
 	return resp, classify(err, out, base, st, false)
 }
+
+// noRetrySent reports whether resp is a failed answer carrying
+// Budget-No-Retry, and how far its request got: [budget.ServerRefused] for
+// "shed", refused on arrival; [budget.Executed] for "retried" and for any
+// value this package cannot read, which asks for no retry all the same.
+func noRetrySent(resp *http.Response) (budget.Sent, bool) {
+	vals := resp.Header[wire.HeaderBudgetNoRetry]
+	if len(vals) == 0 || resp.StatusCode < 400 {
+		return 0, false
+	}
+	if r, _, _ := wire.ParseBudgetNoRetry(vals); r == wire.NoRetryShed {
+		return budget.ServerRefused, true
+	}
+	return budget.Executed, true
+}
+
+// noRetryAnswer is the error made from an answer carrying Budget-No-Retry.
+// It matches [ErrNoRetry].
+type noRetryAnswer struct {
+	stage  string // the host or client stage, as the Transport names it
+	status int
+}
+
+func (e *noRetryAnswer) Error() string {
+	return "httpbudget: " + e.stage + " answered " + strconv.Itoa(e.status) + " with " + wire.HeaderBudgetNoRetry
+}
+func (e *noRetryAnswer) Unwrap() error { return ErrNoRetry }

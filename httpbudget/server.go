@@ -22,7 +22,9 @@ import (
 //
 //   - a request whose deadline has passed, or that has less than the policy's
 //     Min left, is refused: 504 Gateway Timeout, a Budget-Expired header
-//     naming the stage, and a one-line body saying so. next never runs.
+//     naming the stage, Budget-No-Retry: shed (refused on arrival: nothing
+//     ran, and the caller should not retry), and a one-line body saying so.
+//     next never runs.
 //   - a request with a malformed deadline header under a Strict policy is
 //     refused with 400 Bad Request and a body naming the header.
 //   - otherwise next runs with a context carrying the request's budget and
@@ -156,8 +158,22 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, dec wire.Decisi
 	default:
 		body = (&budget.Error{Stage: h.cfg.stage, Outcome: budget.OutcomeShed}).Error()
 	}
+	if dec.Reason != wire.ReasonMalformed {
+		stampShed(w)
+	}
 	h.answer(w, r, status, body)
 }
+
+// stampShed marks the answer to a request refused on arrival, before any
+// work, with Budget-No-Retry: shed, which tells it from an expiry in the
+// handler and asks the caller not to retry.
+func stampShed(w http.ResponseWriter) {
+	w.Header()[wire.HeaderBudgetNoRetry] = shedValue[:1:1]
+}
+
+// shedValue is the header value stampShed writes, shared so that a refusal
+// does not allocate it; with its capacity at its length, a later Add copies.
+var shedValue = []string{wire.NoRetryShed.String()}
 
 // answer writes a refusal: status, a Budget-Expired header naming the stage
 // for a 504, and body, as a Connect error for Connect unary requests.

@@ -58,6 +58,15 @@
 // not), and [Decision.Probe] reports it, so that the adapter starts the handler marked as
 // a probe and the hop behind admits it as one.
 //
+// # Answers
+//
+// Two response headers tell a caller not to retry. [HeaderBudgetExpired] names the stage
+// that found the budget spent. [HeaderBudgetNoRetry] says "shed" (refused on arrival:
+// nothing ran) or "retried" (the server already retried its own dependency and gave up),
+// so that retries happen at the hop nearest the failure; [ParseBudgetNoRetry] reads it.
+// Neither is a [Sources] member: a client reads them from the server it called, and a
+// hostile server could as well make it give up by failing.
+//
 // # Streams
 //
 // A stream may also carry the budget its client asks for each message,

@@ -134,3 +134,18 @@ func ExampleParseRequestCriticality() {
 	// default false
 	// sheddable true
 }
+
+// A client reads Budget-No-Retry on a failed answer; any value asks for no
+// retry, and "shed" says that nothing ran.
+func ExampleParseBudgetNoRetry() {
+	h := http.Header{}
+	v, _ := wire.FormatBudgetNoRetry(wire.NoRetryShed)
+	h.Set(wire.HeaderBudgetNoRetry, v)
+	r, ok, err := wire.ParseBudgetNoRetry(h.Values(wire.HeaderBudgetNoRetry))
+	fmt.Println(r, ok, err, r == wire.NoRetryShed)
+	_, _, err = wire.ParseBudgetNoRetry([]string{"later"})
+	fmt.Println(err)
+	// Output:
+	// shed true <nil> true
+	// wire: malformed Budget-No-Retry "later": not "shed" or "retried"
+}
