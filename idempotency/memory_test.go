@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/timebudget/budget/idempotency"
+	"github.com/timebudget/budget/idempotency/storetest"
 )
 
 func TestMemoryStoreBounds(t *testing.T) {
@@ -115,4 +116,16 @@ func TestMemoryStoreCompleteTwiceCountsOnce(t *testing.T) {
 	if _, ok, _ := s.Get(ctx, "a"); !ok {
 		t.Fatal("7 bytes of answers in a store of 10 dropped the first: its bytes were counted twice")
 	}
+}
+
+// MemoryStore keeps the contract every store keeps; it reads the time with
+// package time, so its keys expire on a synctest bubble's fake clock.
+func TestMemoryStoreContract(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, storetest.Suite{
+		New: func(_ *testing.T, ttl time.Duration) idempotency.Store {
+			return &idempotency.MemoryStore{TTL: ttl}
+		},
+		Synctest: true,
+	})
 }
