@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/idempotency"
 	"github.com/timebudget/budget/wire"
 )
@@ -52,7 +53,11 @@ const maxDuplicateWait = 10 * time.Second
 // The store fails closed: when it cannot reserve or read a key (an error,
 // or [idempotency.ErrStoreFull]), the request gets 503 Service Unavailable
 // with Retry-After: 1 and next does not run, since running it could repeat
-// work the store would have stopped. An answer too large to keep (over
+// work the store would have stopped. A read made while waiting that fails
+// for want of the repeat's budget (an error matching
+// context.DeadlineExceeded or [budget.ErrInsufficient], as a database store
+// that pushes the budget down returns) is the budget running out: 409, as
+// above. An answer too large to keep (over
 // [MaxIdempotentAnswer]) or sent over a hijacked connection is not
 // replayed: repeats get 409. When next panics, the key is forgotten, so
 // that a repeat runs next again, and the panic goes on. When the store
@@ -220,10 +225,22 @@ func (h *idempotent) wait(ctx context.Context, key string) (idempotency.Record, 
 		}
 		pause = min(2*pause, 50*time.Millisecond)
 		rec, ok, err := h.store.Get(ctx, key)
+		if outOfTime(err) {
+			// The store refused or stopped the read for want of the
+			// repeat's budget (a database store pushes it down): that is
+			// the budget running out, not the store being down.
+			return idempotency.Record{}, false, nil
+		}
 		if err != nil || !ok || rec.Done {
 			return rec, ok, err
 		}
 	}
+}
+
+// outOfTime reports whether err says a store call ran out of the caller's
+// budget: it matches context.DeadlineExceeded or [budget.ErrInsufficient].
+func outOfTime(err error) bool {
+	return err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, budget.ErrInsufficient))
 }
 
 // storeDown answers a request whose key the store could not handle.
