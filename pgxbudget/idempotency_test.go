@@ -108,7 +108,7 @@ func TestIdempotencyStoreReplicas(t *testing.T) {
 }
 
 // tableOf recovers the table name a store was made with from its DDL.
-func tableOf(t *testing.T, s *pgxbudget.IdempotencyStore) string {
+func tableOf(t testing.TB, s *pgxbudget.IdempotencyStore) string {
 	t.Helper()
 	ddl := s.DDL()[0]
 	name, _, _ := strings.Cut(strings.TrimPrefix(ddl, `CREATE TABLE IF NOT EXISTS "`), `"`)
