@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/idempotency"
 	"github.com/timebudget/budget/wire"
@@ -84,15 +85,20 @@ type IdempotencyOptions struct {
 // than MaxKey is refused with an error (the net/http middleware refuses
 // such keys before they reach a store). Complete keeps the reservation's
 // fingerprint and ignores a key that expired; Complete(nil) deletes a key
-// that still runs, never a done one. An IdempotencyStore is safe for
+// that still runs, never a done one. A Reserve that fails after its
+// statement may have reached the server deletes its own reservation (a
+// token tells it apart, and the clean-up waits at most a second), so that
+// an INSERT committed just before the connection or the deadline was lost
+// does not hold the key, unanswered, until it expires. An IdempotencyStore is safe for
 // concurrent use; a nil one returns an error matching
 // [budget.ErrMisconfigured].
 type IdempotencyStore struct {
-	pool                                                 *Pool
-	ttlMicros                                            int64
-	maxKey, maxAnswer                                    int
-	ddl                                                  []string
-	reserveSQL, completeSQL, forgetSQL, getSQL, purgeSQL string
+	pool              *Pool
+	ttlMicros         int64
+	maxKey, maxAnswer int
+	ddl               []string
+	// The statements, on the table's quoted name.
+	reserveSQL, unreserveSQL, completeSQL, forgetSQL, getSQL, purgeSQL string
 }
 
 // NewIdempotencyStore returns a store keeping keys in the table o names,
@@ -151,6 +157,7 @@ RETURNING i.token = $2, i.fingerprint, i.done, i.replayable, i.status, i.header,
 	s.completeSQL = `UPDATE ` + table + ` SET done = true, replayable = $2, status = $3, header = $4, body = $5
 WHERE key = $1 AND expires_at > now()`
 	s.forgetSQL = `DELETE FROM ` + table + ` WHERE key = $1 AND NOT done AND expires_at > now()`
+	s.unreserveSQL = `DELETE FROM ` + table + ` WHERE key = $1 AND token = $2 AND NOT done`
 	s.getSQL = `SELECT fingerprint, done, replayable, status, header, body FROM ` + table + `
 WHERE key = $1 AND expires_at > now()`
 	s.purgeSQL = `DELETE FROM ` + table + ` WHERE key IN (SELECT key FROM ` + table + `
@@ -175,7 +182,11 @@ func idempotencyTable(name string) (table, index string, err error) {
 		return "", "", fmt.Errorf("%w: pgxbudget.IdempotencyOptions.Table %q: want a table name or schema.table", budget.ErrMisconfigured, name)
 	}
 	idx := parts[len(parts)-1]
-	idx = idx[:min(len(idx), 63-len("_expires_at"))] + "_expires_at"
+	idx = idx[:min(len(idx), 63-len("_expires_at"))]
+	for !utf8.ValidString(idx) { // cut inside a character
+		idx = idx[:len(idx)-1]
+	}
+	idx += "_expires_at"
 	return pgx.Identifier(parts).Sanitize(), pgx.Identifier{idx}.Sanitize(), nil
 }
 
@@ -215,12 +226,32 @@ func (s *IdempotencyStore) Reserve(ctx context.Context, key string, fp [32]byte)
 	)
 	row := s.pool.QueryRow(ctx, s.reserveSQL, key, token, fp[:], float64(s.ttlMicros))
 	if err := scanRecord(row, &rec, &mine); err != nil {
+		s.unreserve(key, token, err)
 		return idempotency.Record{}, false, fmt.Errorf("pgxbudget: reserving an idempotency key: %w", err)
 	}
 	if mine {
 		return idempotency.Record{}, true, nil
 	}
 	return rec, false, nil
+}
+
+// unreserveWait bounds the clean-up of a reservation whose outcome is
+// unknown: it delays only a Reserve that failed.
+const unreserveWait = time.Second
+
+// unreserve deletes the reservation token made, when the Reserve that made
+// it failed with err after its statement may have reached the server: the
+// INSERT may have committed before the answer was lost (the caller's
+// deadline, a dropped connection), and the caller, told of an error, will
+// never complete the key, which would hold every repeat off until the key
+// expires. The token is this call's alone, so nothing else is deleted.
+func (s *IdempotencyStore) unreserve(key string, token []byte, err error) {
+	if pgconn.SafeToRetry(err) || errors.Is(err, budget.ErrInsufficient) || errors.Is(err, budget.ErrMisconfigured) {
+		return // the statement never left
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), unreserveWait)
+	defer cancel()
+	_, _ = s.pool.Exec(ctx, s.unreserveSQL, key, token)
 }
 
 // Complete implements [idempotency.Store]. An answer over MaxAnswer is kept

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -246,4 +248,119 @@ func TestIdempotencyStorePurge(t *testing.T) {
 	if _, ok, err := long.Get(ctx, "live"); !ok || err != nil {
 		t.Fatalf("Purge took a live key: %v %v", ok, err)
 	}
+}
+
+// A Reserve whose INSERT committed but whose answer was lost (the
+// connection dropped on its way back) deletes its own reservation, through
+// another connection: else the key would stay running, unanswered, and
+// every repeat would get 409 until it expired, 24 hours later by default.
+func TestIdempotencyStoreLostAnswerUnreserves(t *testing.T) {
+	t.Parallel()
+	direct, _ := newPool(t, 2)
+	s := newIdemStore(t, direct, pgxbudget.IdempotencyOptions{})
+	cfg := poolConfig(t, 1, appName(t)) // one connection; the clean-up runs on its replacement
+	cut := newCutProxy(t, net.JoinHostPort(cfg.ConnConfig.Host, fmt.Sprint(cfg.ConnConfig.Port)))
+	cfg.ConnConfig.Host, cfg.ConnConfig.Port = cut.addr()
+	cfg.ConnConfig.Fallbacks = nil
+	remote, err := pgxbudget.NewIdempotencyStore(newPoolFrom(t, cfg), pgxbudget.IdempotencyOptions{Table: tableOf(t, s)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := remote.Reserve(context.Background(), "warm", [32]byte{}); err != nil {
+		t.Fatal(err)
+	}
+	cut.arm() // the open connection's next answer is lost, and the connection with it
+	_, mine, err := remote.Reserve(context.Background(), "lost", [32]byte{1})
+	if err == nil || mine {
+		t.Fatalf("a Reserve whose answer was lost: %v %v, want an error", mine, err)
+	}
+	if cut.cuts.Load() != 1 {
+		t.Fatalf("%d answers cut, want 1", cut.cuts.Load())
+	}
+	if rec, ok, err := s.Get(context.Background(), "lost"); ok || err != nil {
+		t.Fatalf("after a Reserve that failed, its key is kept: %+v %v %v", rec, ok, err)
+	}
+	if _, mine, err := s.Reserve(context.Background(), "lost", [32]byte{1}); !mine || err != nil {
+		t.Fatalf("a retry after the failed Reserve: %v %v, want it to reserve the key", mine, err)
+	}
+}
+
+// cutProxy forwards connections to a server; once armed, the connections
+// open at that moment lose the server's next answer and are closed, as a
+// network that fails after a request was sent. Connections opened later
+// pass.
+type cutProxy struct {
+	ln    net.Listener
+	armed sync.Map // server side net.Conn -> *atomic.Bool
+	cuts  atomic.Int32
+	wg    sync.WaitGroup
+}
+
+func newCutProxy(t *testing.T, target string) *cutProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln}
+	var mu sync.Mutex
+	var conns []net.Conn
+	p.wg.Go(func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = client.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, client, server)
+			mu.Unlock()
+			flag := new(atomic.Bool)
+			p.armed.Store(server, flag)
+			p.wg.Go(func() { _, _ = io.Copy(server, client); _ = server.Close() })
+			p.wg.Go(func() {
+				defer client.Close()
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := server.Read(buf)
+					if flag.Load() {
+						p.cuts.Add(1)
+						_ = server.Close()
+						return
+					}
+					if n > 0 {
+						if _, werr := client.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			})
+		}
+	})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *cutProxy) addr() (string, uint16) {
+	a := p.ln.Addr().(*net.TCPAddr)
+	return a.IP.String(), uint16(a.Port)
+}
+
+// arm makes every connection open now lose its next answer.
+func (p *cutProxy) arm() {
+	p.armed.Range(func(_, v any) bool { v.(*atomic.Bool).Store(true); return true })
 }
