@@ -200,8 +200,11 @@ func TestIdempotencyStoreMisconfigured(t *testing.T) {
 			t.Errorf("%+v: %v, want ErrMisconfigured", o, err)
 		}
 	}
-	var none *pgxbudget.IdempotencyStore
 	ctx := context.Background()
+	if _, _, err := new(pgxbudget.IdempotencyStore).Reserve(ctx, "k", [32]byte{}); !errors.Is(err, budget.ErrMisconfigured) {
+		t.Errorf("zero store Reserve: %v", err)
+	}
+	var none *pgxbudget.IdempotencyStore
 	if _, _, err := none.Reserve(ctx, "k", [32]byte{}); !errors.Is(err, budget.ErrMisconfigured) {
 		t.Errorf("nil store Reserve: %v", err)
 	}
