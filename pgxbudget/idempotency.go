@@ -96,6 +96,7 @@ type IdempotencyStore struct {
 	pool              *Pool
 	ttlMicros         int64
 	maxKey, maxAnswer int
+	table             string // quoted
 	ddl               []string
 	// The statements, on the table's quoted name.
 	reserveSQL, unreserveSQL, completeSQL, forgetSQL, getSQL, purgeSQL string
@@ -127,6 +128,7 @@ func NewIdempotencyStore(p *Pool, o IdempotencyOptions) (*IdempotencyStore, erro
 		ttlMicros: max(ttl.Microseconds(), 1),
 		maxKey:    orInt(o.MaxKey, wire.MaxIdempotencyKey),
 		maxAnswer: orInt(o.MaxAnswer, defaultMaxAnswer),
+		table:     table,
 	}
 	s.ddl = []string{
 		`CREATE TABLE IF NOT EXISTS ` + table + ` (
@@ -227,7 +229,7 @@ func (s *IdempotencyStore) Reserve(ctx context.Context, key string, fp [32]byte)
 	row := s.pool.QueryRow(ctx, s.reserveSQL, key, token, fp[:], float64(s.ttlMicros))
 	if err := scanRecord(row, &rec, &mine); err != nil {
 		s.unreserve(key, token, err)
-		return idempotency.Record{}, false, fmt.Errorf("pgxbudget: reserving an idempotency key: %w", err)
+		return idempotency.Record{}, false, s.fail("reserving an idempotency key", err)
 	}
 	if mine {
 		return idempotency.Record{}, true, nil
@@ -246,8 +248,11 @@ const unreserveWait = time.Second
 // never complete the key, which would hold every repeat off until the key
 // expires. The token is this call's alone, so nothing else is deleted.
 func (s *IdempotencyStore) unreserve(key string, token []byte, err error) {
+	var failed *pgconn.PgError
 	if pgconn.SafeToRetry(err) || errors.Is(err, budget.ErrInsufficient) || errors.Is(err, budget.ErrMisconfigured) {
 		return // the statement never left
+	} else if errors.As(err, &failed) {
+		return // the server answered that it failed: nothing was kept
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), unreserveWait)
 	defer cancel()
@@ -264,7 +269,7 @@ func (s *IdempotencyStore) Complete(ctx context.Context, key string, rec *idempo
 	}
 	if rec == nil {
 		if _, err := s.pool.Exec(ctx, s.forgetSQL, key); err != nil {
-			return fmt.Errorf("pgxbudget: forgetting an idempotency key: %w", err)
+			return s.fail("forgetting an idempotency key", err)
 		}
 		return nil
 	}
@@ -285,7 +290,7 @@ func (s *IdempotencyStore) Complete(ctx context.Context, key string, rec *idempo
 		body = []byte{} // a replayable empty body is an empty body, not NULL
 	}
 	if _, err := s.pool.Exec(ctx, s.completeSQL, key, replayable, int32(rec.Status), header, body); err != nil {
-		return fmt.Errorf("pgxbudget: completing an idempotency key: %w", err)
+		return s.fail("completing an idempotency key", err)
 	}
 	return tooLarge
 }
@@ -301,7 +306,7 @@ func (s *IdempotencyStore) Get(ctx context.Context, key string) (idempotency.Rec
 	case errors.Is(err, pgx.ErrNoRows):
 		return idempotency.Record{}, false, nil
 	case err != nil:
-		return idempotency.Record{}, false, fmt.Errorf("pgxbudget: reading an idempotency key: %w", err)
+		return idempotency.Record{}, false, s.fail("reading an idempotency key", err)
 	}
 	return rec, true, nil
 }
@@ -317,13 +322,24 @@ func (s *IdempotencyStore) Purge(ctx context.Context) (int64, error) {
 	for {
 		tag, err := s.pool.Exec(ctx, s.purgeSQL, purgeBatch)
 		if err != nil {
-			return n, fmt.Errorf("pgxbudget: purging expired idempotency keys: %w", err)
+			return n, s.fail("purging expired idempotency keys", err)
 		}
 		n += tag.RowsAffected()
 		if tag.RowsAffected() < purgeBatch {
 			return n, nil
 		}
 	}
+}
+
+// fail wraps the error of a statement, saying what it was for, and how to
+// create the table when it is missing.
+func (s *IdempotencyStore) fail(what string, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P01" { // undefined_table
+		return fmt.Errorf("pgxbudget: %s: the table %s does not exist (create it with IdempotencyStore.CreateTable, or run IdempotencyStore.DDL): %w",
+			what, s.table, err)
+	}
+	return fmt.Errorf("pgxbudget: %s: %w", what, err)
 }
 
 func (s *IdempotencyStore) check() error {

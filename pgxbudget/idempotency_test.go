@@ -367,3 +367,17 @@ func (p *cutProxy) addr() (string, uint16) {
 func (p *cutProxy) arm() {
 	p.armed.Range(func(_, v any) bool { v.(*atomic.Bool).Store(true); return true })
 }
+
+// A store whose table was never created says so, and how to create it.
+func TestIdempotencyStoreNoTable(t *testing.T) {
+	t.Parallel()
+	p, _ := newPool(t, 1)
+	s, err := pgxbudget.NewIdempotencyStore(p, pgxbudget.IdempotencyOptions{Table: "never_created_idempotency"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.Reserve(context.Background(), "k", [32]byte{})
+	if err == nil || !strings.Contains(err.Error(), `"never_created_idempotency" does not exist (create it with IdempotencyStore.CreateTable`) {
+		t.Fatalf("Reserve on a missing table: %v", err)
+	}
+}
