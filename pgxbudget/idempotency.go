@@ -130,6 +130,13 @@ func NewIdempotencyStore(p *Pool, o IdempotencyOptions) (*IdempotencyStore, erro
 		maxAnswer: orInt(o.MaxAnswer, defaultMaxAnswer),
 		table:     table,
 	}
+	s.statements(table, index)
+	return s, nil
+}
+
+// statements writes the store's DDL and statements on the quoted table and
+// index names.
+func (s *IdempotencyStore) statements(table, index string) {
 	s.ddl = []string{
 		`CREATE TABLE IF NOT EXISTS ` + table + ` (
 	key         text PRIMARY KEY,
@@ -164,7 +171,6 @@ WHERE key = $1 AND expires_at > now()`
 WHERE key = $1 AND expires_at > now()`
 	s.purgeSQL = `DELETE FROM ` + table + ` WHERE key IN (SELECT key FROM ` + table + `
 WHERE expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED)`
-	return s, nil
 }
 
 // idempotencyTable quotes name (zero: the default), a table optionally
