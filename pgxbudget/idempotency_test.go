@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/idempotency"
 	"github.com/timebudget/budget/idempotency/storetest"
@@ -379,5 +380,48 @@ func TestIdempotencyStoreNoTable(t *testing.T) {
 	_, _, err = s.Reserve(context.Background(), "k", [32]byte{})
 	if err == nil || !strings.Contains(err.Error(), `"never_created_idempotency" does not exist (create it with IdempotencyStore.CreateTable`) {
 		t.Fatalf("Reserve on a missing table: %v", err)
+	}
+}
+
+// The DDL IdempotencyStore's documentation gives is the DDL the store runs
+// (comments and spacing aside), so a column added to one is added to the
+// other.
+func TestIdempotencyStoreDocumentedDDL(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("idempotency.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc []string
+	in := false
+	for line := range strings.Lines(string(src)) {
+		line = strings.TrimSpace(strings.TrimPrefix(line, "//"))
+		in = in || strings.HasPrefix(line, "CREATE TABLE")
+		if in {
+			line, _, _ = strings.Cut(line, "--")
+			doc = append(doc, line)
+		}
+		if strings.HasPrefix(line, "CREATE INDEX") {
+			break
+		}
+	}
+	cfg, err := pgxpool.ParseConfig("postgres://nobody@127.0.0.1:1/none") // never connected: pgxpool connects lazily
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pgxbudget.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	store, err := pgxbudget.NewIdempotencyStore(p, pgxbudget.IdempotencyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	got := norm(strings.Join(doc, "\n"))
+	want := norm(strings.Join(store.DDL(), ";\n") + ";")
+	if got != want {
+		t.Fatalf("the documented DDL:\n%s\nthe DDL the store runs:\n%s", got, want)
 	}
 }
