@@ -15,7 +15,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/httpbudget"
+	"github.com/timebudget/budget/idempotency"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -51,7 +53,7 @@ func call(ctx context.Context, h http.Handler, key, path, body string) *httptest
 func TestIdempotentReplaysAFinishedKey(t *testing.T) {
 	t.Parallel()
 	c := &charge{}
-	h := httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, c)
+	h := httpbudget.Idempotent(&idempotency.MemoryStore{}, c)
 	first := call(context.Background(), h, `"k1"`, "/pay?x=1", "5 EUR")
 	again := call(context.Background(), h, "k1", "/pay?x=1", "5 EUR") // bare and quoted are one key
 	if c.runs.Load() != 1 {
@@ -74,7 +76,7 @@ func TestIdempotentReplaysAFinishedKey(t *testing.T) {
 func TestIdempotentRefusesAChangedRequest(t *testing.T) {
 	t.Parallel()
 	c := &charge{}
-	h := httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, c)
+	h := httpbudget.Idempotent(&idempotency.MemoryStore{}, c)
 	call(context.Background(), h, "k", "/pay", "5 EUR")
 	for _, tc := range []struct{ path, body string }{{"/pay", "500 EUR"}, {"/refund", "5 EUR"}, {"/pay?x=1", "5 EUR"}} {
 		w := call(context.Background(), h, "k", tc.path, tc.body)
@@ -93,7 +95,7 @@ func TestIdempotentConcurrentDuplicate(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &charge{work: 100 * time.Millisecond}
-		h := httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, c)
+		h := httpbudget.Idempotent(&idempotency.MemoryStore{}, c)
 		var first *httptest.ResponseRecorder
 		go func() { first = call(context.Background(), h, "k", "/pay", "5") }()
 		time.Sleep(10 * time.Millisecond)
@@ -123,7 +125,7 @@ func TestIdempotentExpiredKeyRunsAgain(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &charge{}
-		h := httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{TTL: time.Minute}, c)
+		h := httpbudget.Idempotent(&idempotency.MemoryStore{TTL: time.Minute}, c)
 		call(context.Background(), h, "k", "/pay", "5")
 		time.Sleep(59 * time.Second)
 		call(context.Background(), h, "k", "/pay", "5")
@@ -139,11 +141,11 @@ func TestIdempotentExpiredKeyRunsAgain(t *testing.T) {
 
 // failingStore is a store that is down.
 type failingStore struct {
-	httpbudget.MemoryIdempotencyStore
+	idempotency.MemoryStore
 }
 
-func (*failingStore) Reserve(context.Context, string, [32]byte) (httpbudget.IdempotencyRecord, bool, error) {
-	return httpbudget.IdempotencyRecord{}, false, errors.New("connection refused")
+func (*failingStore) Reserve(context.Context, string, [32]byte) (idempotency.Record, bool, error) {
+	return idempotency.Record{}, false, errors.New("connection refused")
 }
 
 // A store that is down fails closed: 503 with Retry-After, and the handler
@@ -171,7 +173,7 @@ func TestIdempotent200ConcurrentRetries(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &charge{work: 20 * time.Millisecond}
-		h := httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, c)
+		h := httpbudget.Idempotent(&idempotency.MemoryStore{}, c)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		var wg sync.WaitGroup
@@ -194,7 +196,7 @@ func TestIdempotent200ConcurrentRetries(t *testing.T) {
 func TestIdempotentRefusesHostileKeys(t *testing.T) {
 	t.Parallel()
 	c := &charge{}
-	h := httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, c)
+	h := httpbudget.Idempotent(&idempotency.MemoryStore{}, c)
 	for name, vals := range map[string][]string{
 		"empty":       {""},
 		"10 KB":       {strings.Repeat("k", 10<<10)},
@@ -223,7 +225,7 @@ func TestIdempotentRefusesHostileKeys(t *testing.T) {
 func TestIdempotentPanicForgetsTheKey(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int32
-	h := httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := httpbudget.Idempotent(&idempotency.MemoryStore{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if runs.Add(1) == 1 {
 			panic(http.ErrAbortHandler)
 		}
@@ -246,7 +248,7 @@ func TestIdempotentPanicForgetsTheKey(t *testing.T) {
 func TestIdempotentAnswerTooLargeIsNotReplayed(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int32
-	h := httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := httpbudget.Idempotent(&idempotency.MemoryStore{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runs.Add(1)
 		_, _ = w.Write(make([]byte, httpbudget.MaxIdempotentAnswer))
 		_, _ = w.Write([]byte("!"))
@@ -259,80 +261,13 @@ func TestIdempotentAnswerTooLargeIsNotReplayed(t *testing.T) {
 	}
 }
 
-func TestMemoryIdempotencyStoreBounds(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s := &httpbudget.MemoryIdempotencyStore{MaxKeys: 2}
-	fp := [32]byte{1}
-	reserve := func(key string) error {
-		_, mine, err := s.Reserve(ctx, key, fp)
-		if err == nil && !mine {
-			return errors.New("not reserved")
-		}
-		return err
-	}
-	for _, k := range []string{"a", "b"} {
-		if err := reserve(k); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Both still run: a third key is refused rather than drop one.
-	if err := reserve("c"); !errors.Is(err, httpbudget.ErrIdempotencyStoreFull) {
-		t.Fatalf("a full store of running keys: %v", err)
-	}
-	_ = s.Complete(ctx, "a", &httpbudget.IdempotencyRecord{Status: 200})
-	if err := reserve("c"); err != nil {
-		t.Fatalf("the oldest done key was not dropped: %v", err)
-	}
-	if _, ok, _ := s.Get(ctx, "a"); ok {
-		t.Fatal("a was kept")
-	}
-	if rec, ok, _ := s.Get(ctx, "b"); !ok || rec.Done {
-		t.Fatal("b, running, was lost")
-	}
-	// Bytes: a store of 10 bytes keeps one answer of 8.
-	sb := &httpbudget.MemoryIdempotencyStore{MaxBytes: 10}
-	for _, k := range []string{"x", "y"} {
-		if _, _, err := sb.Reserve(ctx, k, fp); err != nil {
-			t.Fatal(err)
-		}
-		_ = sb.Complete(ctx, k, &httpbudget.IdempotencyRecord{Status: 200, Body: []byte("12345678")})
-	}
-	if _, ok, _ := sb.Get(ctx, "x"); ok {
-		t.Fatal("over MaxBytes, the oldest answer was kept")
-	}
-	if _, ok, _ := sb.Get(ctx, "y"); !ok {
-		t.Fatal("the newest answer was dropped")
-	}
-}
-
-// A key that expired and is reserved again does not count its old answer
-// against MaxBytes for ever.
-func TestMemoryIdempotencyStoreExpiredKeyFreesItsBytes(t *testing.T) {
-	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		s := &httpbudget.MemoryIdempotencyStore{TTL: time.Minute, MaxBytes: 10}
-		for range 3 {
-			if _, mine, err := s.Reserve(ctx, "k", [32]byte{}); !mine || err != nil {
-				t.Fatal("not reserved", err)
-			}
-			_ = s.Complete(ctx, "k", &httpbudget.IdempotencyRecord{Body: []byte("12345678")})
-			if _, ok, _ := s.Get(ctx, "k"); !ok {
-				t.Fatal("an answer within MaxBytes was dropped")
-			}
-			time.Sleep(2 * time.Minute)
-		}
-	})
-}
-
 // getFailingStore reserves, then cannot be read.
 type getFailingStore struct {
-	httpbudget.MemoryIdempotencyStore
+	idempotency.MemoryStore
 }
 
-func (*getFailingStore) Get(context.Context, string) (httpbudget.IdempotencyRecord, bool, error) {
-	return httpbudget.IdempotencyRecord{}, false, errors.New("timeout")
+func (*getFailingStore) Get(context.Context, string) (idempotency.Record, bool, error) {
+	return idempotency.Record{}, false, errors.New("timeout")
 }
 
 // A repeat waiting for the first fails closed when the store cannot be
@@ -355,25 +290,6 @@ func TestIdempotentStoreDownWhileWaiting(t *testing.T) {
 	})
 }
 
-// Many keys reserved and forgotten while one runs keep the store's memory
-// bounded.
-func TestMemoryIdempotencyStoreChurn(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s := &httpbudget.MemoryIdempotencyStore{MaxKeys: 4}
-	_, _, _ = s.Reserve(ctx, "running", [32]byte{})
-	for i := range 10_000 {
-		k := strconv.Itoa(i)
-		if _, _, err := s.Reserve(ctx, k, [32]byte{}); err != nil {
-			t.Fatal(err)
-		}
-		_ = s.Complete(ctx, k, nil)
-	}
-	if rec, ok, _ := s.Get(ctx, "running"); !ok || rec.Done {
-		t.Fatal("the running key was lost")
-	}
-}
-
 // One handler, run once per key: a retry of a charge gets the first
 // answer, marked as replayed.
 func ExampleIdempotent() {
@@ -382,7 +298,7 @@ func ExampleIdempotent() {
 		runs++
 		fmt.Fprintf(w, "charged (run %d)", runs)
 	})
-	h := httpbudget.NewHandler(httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, pay))
+	h := httpbudget.NewHandler(httpbudget.Idempotent(&idempotency.MemoryStore{}, pay))
 
 	for range 2 {
 		r := httptest.NewRequest(http.MethodPost, "/pay", strings.NewReader("amount=5"))
@@ -398,12 +314,12 @@ func ExampleIdempotent() {
 
 // slowGetStore answers Get after 20 ms, as a store across the network may.
 type slowGetStore struct {
-	httpbudget.MemoryIdempotencyStore
+	idempotency.MemoryStore
 }
 
-func (s *slowGetStore) Get(ctx context.Context, key string) (httpbudget.IdempotencyRecord, bool, error) {
+func (s *slowGetStore) Get(ctx context.Context, key string) (idempotency.Record, bool, error) {
 	time.Sleep(20 * time.Millisecond)
-	return s.MemoryIdempotencyStore.Get(ctx, key)
+	return s.MemoryStore.Get(ctx, key)
 }
 
 // A repeat whose budget runs out while it waits for the first request gets
@@ -424,6 +340,45 @@ func TestIdempotentRepeatOutOfBudgetGets409(t *testing.T) {
 		h.ServeHTTP(w, r)
 		if w.Code != http.StatusConflict || w.Header().Get(wire.HeaderBudgetExpired) != "" {
 			t.Errorf("%d %v %q, want 409 without Budget-Expired", w.Code, w.Header(), w.Body)
+		}
+		time.Sleep(2 * time.Second) // the first request ends
+		synctest.Wait()
+		if c.runs.Load() != 1 {
+			t.Fatalf("%d runs", c.runs.Load())
+		}
+	})
+}
+
+// budgetGetStore is a store that pushes the caller's budget down, as a
+// database store does: a Get with under 30 ms left is refused with an
+// error matching budget.ErrInsufficient.
+type budgetGetStore struct {
+	idempotency.MemoryStore
+}
+
+func (s *budgetGetStore) Get(ctx context.Context, key string) (idempotency.Record, bool, error) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < 30*time.Millisecond {
+		return idempotency.Record{}, false, fmt.Errorf("store: %w: too little time left for a statement", budget.ErrInsufficient)
+	}
+	return s.MemoryStore.Get(ctx, key)
+}
+
+// A repeat whose read of the store is refused for want of its own budget
+// gets 409 (the budget ran out: try again), not 503 (the store is down).
+// Before, a store that pushes budgets down turned every repeat whose wait
+// outlasted its budget into a 503.
+func TestIdempotentRepeatStoreOutOfBudgetGets409(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := &charge{work: time.Second}
+		h := httpbudget.Idempotent(&budgetGetStore{}, c)
+		go call(context.Background(), h, "k", "/pay", "5")
+		time.Sleep(time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		w := call(ctx, h, "k", "/pay", "5")
+		if w.Code != http.StatusConflict || w.Header().Get("Retry-After") != "1" {
+			t.Errorf("%d %q, want 409 with Retry-After", w.Code, w.Body)
 		}
 		time.Sleep(2 * time.Second) // the first request ends
 		synctest.Wait()
