@@ -43,8 +43,10 @@ const lingerWindow = 10 * time.Second
 // lingers to find out whether the host answers late; the first request sent
 // to a host may be such a probe. Toward a trusted host, a Transport lingers
 // for [DefaultLinger] during the 10 s after a request to it ran out of time
-// in flight, and not otherwise, so the first expiry of a burst closes its
-// connection and the rest keep theirs. When 8 lingering requests in a row got
+// in flight or it answered with Budget-Expired, and not otherwise: the
+// requests of a burst of failures toward a budget-aware host keep their
+// connections once the host has refused one request, while a request sent
+// after 10 s without trouble costs no goroutine. When 8 lingering requests in a row got
 // no answer within the linger and none had one in the last 10 s, the host is
 // no longer trusted.
 //
@@ -130,7 +132,9 @@ func (t *Transport) expiredInFlight(host string, now time.Time) {
 }
 
 // honoured records that host answered with a Budget-Expired header: it
-// speaks the budget, so its late answers are worth waiting for.
+// speaks the budget, so its late answers are worth waiting for, and budgets
+// run out toward it, so the default lingering turns on for lingerWindow, as
+// after an expiry in flight.
 func (t *Transport) honoured(host string, now time.Time) {
 	if t.cfg.linger < 0 {
 		return
@@ -142,6 +146,9 @@ func (t *Transport) honoured(host string, now time.Time) {
 		return // fresh: spare the store under a burst of refusals
 	}
 	st.trust(now)
+	// Its budgets run out: the requests sent to it next linger, so that
+	// the first of them to expire in flight keeps its connection too.
+	st.expired.Store(mono(now))
 }
 
 // States of an exchange: who owns the answer.
