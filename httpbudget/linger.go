@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/timebudget/budget/wire"
 )
 
 // DefaultLinger is how long, by default, a [Transport] keeps waiting in the
@@ -313,6 +315,16 @@ func (x *exchange) roundTrip(ctx context.Context, base http.RoundTripper, out *h
 // the caller has left, reads it so that the connection is kept.
 func (x *exchange) run(base http.RoundTripper, out *http.Request) {
 	resp, err := base.RoundTrip(out)
+	if err == nil && resp != nil && resp.Body != nil && resp.Header.Get(wire.HeaderBudgetExpired) != "" {
+		// A refusal, whose body the Transport discards. Discarding it
+		// here, before the caller has the answer, keeps the connection
+		// when the caller's deadline passes meanwhile, as it does for a
+		// burst of refusals that land at their callers' deadlines: the
+		// caller then leaves, and this goroutine lingers.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		_ = resp.Body.Close()
+		resp.Body = http.NoBody
+	}
 	if x.state.CompareAndSwap(waiting, answered) {
 		x.resp, x.rtErr = resp, err
 		x.got <- struct{}{}

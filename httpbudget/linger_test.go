@@ -412,3 +412,44 @@ func TestTransportKeepsASwitchedConnectionWritable(t *testing.T) {
 		t.Fatalf("read %q, %v; want the echo", got, err)
 	}
 }
+
+// TestTransportKeepsTheConnectionOfARefusalReadLate: a refusal whose headers
+// come in time but whose body comes after the caller's deadline is read in
+// the background, and its connection goes back to the pool. Before the
+// change the Transport discarded the body in the caller's RoundTrip, which
+// the deadline aborted, closing the connection.
+func TestTransportKeepsTheConnectionOfARefusalReadLate(t *testing.T) {
+	t.Parallel()
+	s := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Budget-Expired", "backend")
+		w.WriteHeader(http.StatusGatewayTimeout)
+		if r.Header.Get("X-Late-Body") != "" {
+			w.(http.Flusher).Flush()
+			time.Sleep(150 * time.Millisecond) // 50 ms past the 100 ms deadline, 200 ms before the linger ends
+		}
+		_, _ = io.WriteString(w, "budget: backend ran out of time\n")
+	}))
+	c := s.client(t)
+	ctx, cancel := budget.Start(context.Background(), time.Second)
+	getFails(t, c, ctx, s.URL, httpbudget.ErrUpstreamExpired) // the host honours budgets
+	cancel()
+	for range 2 {
+		ctx, cancel := budget.Start(context.Background(), 100*time.Millisecond)
+		ctx, idle := pooled(ctx)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
+		req.Header.Set("X-Late-Body", "1")
+		resp, err := c.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			t.Fatalf("got %d, want an error", resp.StatusCode)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want one matching context.DeadlineExceeded", err)
+		}
+		cancel()
+		wait(t, idle, "connection back in the client's pool after the refusal's late body")
+	}
+	if got := s.opened.Load(); got != 1 {
+		t.Errorf("the server accepted %d connections for 3 refusals, want 1", got)
+	}
+}
