@@ -13,8 +13,8 @@
 //	        plain http.Transport, no headers; the edge answers an error with
 //	        504.
 //
-// For each pattern and N, -learn unmeasured rounds of N hanging requests
-// (1 by default) let the adaptive answer margins and the Transports' memory
+// For each pattern and N, one hanging request alone and -learn unmeasured
+// rounds of N hanging requests (1 by default) let the adaptive answer margins and the Transports' memory
 // of their hosts learn, as a running service's would; one round of N
 // requests to a backend that answers after 20 ms then opens N connections at
 // each hop; then -rounds rounds of N hanging requests are measured, one at a
@@ -368,6 +368,13 @@ func measure(pattern string, n int, cfg config) (Result, error) {
 	}
 	defer r.close()
 	r.hang.Store(true)
+	// One failure alone first, answered in time: the client's and the
+	// edge's Transports see their hosts refuse with Budget-Expired, as a
+	// running service has seen failures before a burst.
+	if cfg.learn > 0 {
+		r.burst(1, total)
+		r.handlers.Wait()
+	}
 	for range cfg.learn {
 		r.burst(n, total)
 		r.handlers.Wait()
@@ -471,7 +478,7 @@ func cpuTime() time.Duration {
 
 // filesFor is the open files n concurrent requests need: both ends of n
 // connections at each of two hops, and some to spare.
-func filesFor(n int) int { return 4*n + 1000 }
+func filesFor(n int) int { return 4*n + 500 }
 
 // raiseFiles raises the process's RLIMIT_NOFILE to at least want, or
 // says why it cannot.
