@@ -195,7 +195,7 @@ type rig struct {
 	cdials   atomic.Int64 // by the client, toward the edge
 	servers  []*http.Server
 	pools    []*http.Transport
-	handlers sync.WaitGroup // backend handlers still running
+	running  atomic.Int64 // backend handlers still running
 }
 
 // pool returns a transport that keeps n idle connections per host.
@@ -208,8 +208,8 @@ func pool(n int) *http.Transport {
 func newRig(pattern string, n int, total time.Duration) (*rig, error) {
 	r := &rig{pattern: pattern, budget: total}
 	backend := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		r.handlers.Add(1)
-		defer r.handlers.Done()
+		r.running.Add(1)
+		defer r.running.Add(-1)
 		if r.hang.Load() {
 			<-req.Context().Done()
 			return
@@ -286,6 +286,13 @@ func relay(w http.ResponseWriter, req *http.Request, up *http.Client, url string
 	defer resp.Body.Close()
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, resp.Body)
+}
+
+// settle waits, up to 10 s, for the backend's handlers to return.
+func (r *rig) settle() {
+	for end := time.Now().Add(10 * time.Second); r.running.Load() > 0 && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func (r *rig) close() {
@@ -373,11 +380,11 @@ func measure(pattern string, n int, cfg config) (Result, error) {
 	// running service has seen failures before a burst.
 	if cfg.learn > 0 {
 		r.burst(1, total)
-		r.handlers.Wait()
+		r.settle()
 	}
 	for range cfg.learn {
 		r.burst(n, total)
-		r.handlers.Wait()
+		r.settle()
 	}
 	r.hang.Store(false)
 	if _, answers := r.burst(n, 10*time.Second); answers["ok"] != n {
@@ -418,7 +425,7 @@ func measure(pattern string, n int, cfg config) (Result, error) {
 		for k, v := range answers {
 			res.Answers[k] += v
 		}
-		r.handlers.Wait()
+		r.settle()
 	}
 	res.Failures = len(overs)
 	slices.Sort(overs)
