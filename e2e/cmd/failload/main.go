@@ -13,20 +13,26 @@
 //	        plain http.Transport, no headers; the edge answers an error with
 //	        504.
 //
-// For each pattern and N, one hanging request alone and -learn unmeasured
-// rounds of N hanging requests (1 by default) let the adaptive answer margins and the Transports' memory
-// of their hosts learn, as a running service's would; one round of N
-// requests to a backend that answers after 20 ms then opens N connections at
-// each hop; then -rounds rounds of N hanging requests are measured, one at a
-// time, without warming again in between: a connection a round closes is
-// dialled again by the next. Over the measured rounds
-// it reports: the client's overshoot (the time its call took, less the
-// budget; negative is an answer inside the budget) at p50, p99 and max; the
-// process's CPU time (getrusage) and heap allocations (runtime.MemStats
-// Mallocs) from the start of a round until every client has its answer,
-// divided by the requests; the connections the edge dialled toward the
-// backend (counted by the edge transport's DialContext); and the peak number
-// of goroutines, sampled every millisecond.
+// For each N, every pattern is prepared on servers of its own: one hanging
+// request alone and -learn unmeasured rounds of N hanging requests (1 by
+// default) let the adaptive answer margins and the Transports' memory of
+// their hosts learn, as a running service's would; one round of N requests
+// to a backend that answers after 20 ms then opens N connections at each
+// hop. Then -rounds rounds of N hanging requests are measured, one
+// pattern's round after the other's, without warming again in between: a
+// connection a round closes is dialled again by the next. When the
+// open-file limit cannot hold both patterns' connections at once (or
+// -cpuprofile is set), each pattern is prepared and measured on its own,
+// one after the other.
+//
+// Over the measured rounds it reports: the client's overshoot (the time its
+// call took, less the budget; negative is an answer inside the budget) at
+// p50, p99 and max; the process's CPU time (getrusage) and heap allocations
+// (runtime.MemStats Mallocs) from the start of a round until every client
+// has its answer, divided by the requests; the connections the edge dialled
+// toward the backend (counted by the edge transport's DialContext) and the
+// client toward the edge; and the peak number of goroutines, sampled every
+// millisecond.
 //
 // Both ends of every connection are in this process, so N concurrent
 // requests need about 4N open files; failload raises its RLIMIT_NOFILE
@@ -125,8 +131,12 @@ func main() {
 	if *rounds < 1 {
 		log.Fatalf("failload: -rounds %d: at least one round is needed", *rounds)
 	}
-	if err := raiseFiles(uint64(filesFor(slices.Max(cfg.ns)))); err != nil {
-		log.Fatal(err)
+	// Every pattern's connections at once, to interleave their rounds; or,
+	// failing that, one pattern's at a time.
+	if raiseFiles(uint64(filesFor(slices.Max(cfg.ns))*len(cfg.patterns))) != nil {
+		if err := raiseFiles(uint64(filesFor(slices.Max(cfg.ns)))); err != nil {
+			log.Fatal(err)
+		}
 	}
 	rep, err := run(cfg)
 	if err != nil {
@@ -172,13 +182,11 @@ func run(cfg config) (*Report, error) {
 	}
 	rep := &Report{BudgetMs: ms(cfg.budget), GOMAXPROCS: runtime.GOMAXPROCS(0), LoadBefore: loadavg()}
 	for _, n := range cfg.ns {
-		for _, p := range cfg.patterns {
-			res, err := measure(p, n, cfg)
-			if err != nil {
-				return nil, fmt.Errorf("failload: %s at %d: %w", p, n, err)
-			}
-			rep.Results = append(rep.Results, res)
+		res, err := measure(n, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("failload: at %d: %w", n, err)
 		}
+		rep.Results = append(rep.Results, res...)
 	}
 	rep.LoadAfter = loadavg()
 	return rep, nil
@@ -186,16 +194,16 @@ func run(cfg config) (*Report, error) {
 
 // rig is one pattern's client, edge and backend.
 type rig struct {
-	pattern  string
-	budget   time.Duration
-	client   *http.Client
-	edgeURL  string
-	hang     atomic.Bool  // the backend hangs and the plain edge's timeout is the budget; otherwise it answers after 20 ms
-	dials    atomic.Int64 // by the edge, toward the backend
-	cdials   atomic.Int64 // by the client, toward the edge
-	servers  []*http.Server
-	pools    []*http.Transport
-	running  atomic.Int64 // backend handlers still running
+	pattern string
+	budget  time.Duration
+	client  *http.Client
+	edgeURL string
+	hang    atomic.Bool  // the backend hangs and the plain edge's timeout is the budget; otherwise it answers after 20 ms
+	dials   atomic.Int64 // by the edge, toward the backend
+	cdials  atomic.Int64 // by the client, toward the edge
+	servers []*http.Server
+	pools   []*http.Transport
+	running atomic.Int64 // backend handlers still running
 }
 
 // pool returns a transport that keeps n idle connections per host.
@@ -364,77 +372,141 @@ func (r *rig) burst(n int, timeout time.Duration) ([]time.Duration, map[string]i
 	return over, answers
 }
 
-// measure builds a rig for pattern, sends cfg.learn unmeasured bursts of n
-// hanging requests, warms n connections at each hop with n requests that
-// succeed, and measures cfg.rounds bursts of n hanging requests.
-func measure(pattern string, n int, cfg config) (Result, error) {
-	rounds, total := cfg.rounds, cfg.budget
-	r, err := newRig(pattern, n, total)
-	if err != nil {
-		return Result{}, err
+// measure measures the patterns at n: each on a rig of its own, prepared
+// (see prepare), then cfg.rounds bursts of n hanging requests per pattern.
+// When the open-file limit holds every pattern's connections at once and no
+// CPU profile is asked for, the patterns' rounds are interleaved, so that
+// each pattern sees the machine in the same state; otherwise the patterns
+// are measured one after the other, each on its own.
+func measure(n int, cfg config) ([]Result, error) {
+	if cfg.profile != "" || filesFor(n)*len(cfg.patterns) > fileLimit() {
+		var out []Result
+		for _, p := range cfg.patterns {
+			res, err := measureGroup([]string{p}, n, cfg)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, res...)
+		}
+		return out, nil
 	}
-	defer r.close()
+	return measureGroup(cfg.patterns, n, cfg)
+}
+
+// measureGroup measures patterns at n together, their rounds interleaved.
+func measureGroup(patterns []string, n int, cfg config) ([]Result, error) {
+	var rigs []*rig
+	defer func() {
+		for _, r := range rigs {
+			r.close()
+		}
+	}()
+	for _, p := range patterns {
+		r, err := newRig(p, n, cfg.budget)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		rigs = append(rigs, r)
+		if err := r.prepare(n, cfg.learn); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	if cfg.profile != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%s.%d", cfg.profile, strings.Join(patterns, "+"), n))
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	accs := make([]*accum, len(rigs))
+	for i, r := range rigs {
+		accs[i] = &accum{res: Result{Pattern: r.pattern, Concurrency: n, Rounds: cfg.rounds, Answers: map[string]int{}}}
+	}
+	for range cfg.rounds {
+		for i, r := range rigs {
+			r.round(n, accs[i])
+		}
+	}
+	out := make([]Result, len(accs))
+	for i, a := range accs {
+		out[i] = a.result()
+	}
+	return out, nil
+}
+
+// prepare sends one hanging request alone, then learn bursts of n hanging
+// requests, unmeasured, and warms n connections at each hop with n requests
+// that succeed.
+func (r *rig) prepare(n, learn int) error {
 	r.hang.Store(true)
 	// One failure alone first, answered in time: the client's and the
 	// edge's Transports see their hosts refuse with Budget-Expired, as a
 	// running service has seen failures before a burst.
-	if cfg.learn > 0 {
-		r.burst(1, total)
+	if learn > 0 {
+		r.burst(1, r.budget)
 		r.settle()
 	}
-	for range cfg.learn {
-		r.burst(n, total)
+	for range learn {
+		r.burst(n, r.budget)
 		r.settle()
 	}
 	r.hang.Store(false)
 	if _, answers := r.burst(n, 10*time.Second); answers["ok"] != n {
-		return Result{}, fmt.Errorf("warm-up: %d of %d requests succeeded (%v)", answers["ok"], n, answers)
+		return fmt.Errorf("warm-up: %d of %d requests succeeded (%v)", answers["ok"], n, answers)
 	}
 	r.hang.Store(true)
-	res := Result{Pattern: pattern, Concurrency: n, Rounds: rounds, Answers: map[string]int{}}
-	var overs []time.Duration
-	var cpu time.Duration
-	var allocs uint64
-	if cfg.profile != "" {
-		f, err := os.Create(fmt.Sprintf("%s.%s.%d", cfg.profile, pattern, n))
-		if err != nil {
-			return Result{}, err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return Result{}, err
-		}
-		defer pprof.StopCPUProfile()
+	return nil
+}
+
+// accum adds up a pattern's measured rounds.
+type accum struct {
+	res    Result
+	overs  []time.Duration
+	cpu    time.Duration
+	allocs uint64
+}
+
+// round measures one burst of n hanging requests into a.
+func (r *rig) round(n int, a *accum) {
+	time.Sleep(200 * time.Millisecond) // let the previous round's stragglers go
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	dials, cdials := r.dials.Load(), r.cdials.Load()
+	stop := sampleGoroutines()
+	c0 := cpuTime()
+	over, answers := r.burst(n, r.budget)
+	a.cpu += cpuTime() - c0
+	a.res.GoroutinesPeak = max(a.res.GoroutinesPeak, stop())
+	runtime.ReadMemStats(&m1)
+	a.allocs += m1.Mallocs - m0.Mallocs
+	a.res.Dials += r.dials.Load() - dials
+	a.res.ClientDials += r.cdials.Load() - cdials
+	a.overs = append(a.overs, over...)
+	for k, v := range answers {
+		a.res.Answers[k] += v
 	}
-	for range rounds {
-		time.Sleep(200 * time.Millisecond) // let the previous round's stragglers go
-		runtime.GC()
-		var m0, m1 runtime.MemStats
-		runtime.ReadMemStats(&m0)
-		dials, cdials := r.dials.Load(), r.cdials.Load()
-		stop := sampleGoroutines()
-		c0 := cpuTime()
-		over, answers := r.burst(n, total)
-		cpu += cpuTime() - c0
-		res.GoroutinesPeak = max(res.GoroutinesPeak, stop())
-		runtime.ReadMemStats(&m1)
-		allocs += m1.Mallocs - m0.Mallocs
-		res.Dials += r.dials.Load() - dials
-		res.ClientDials += r.cdials.Load() - cdials
-		overs = append(overs, over...)
-		for k, v := range answers {
-			res.Answers[k] += v
-		}
-		r.settle()
+	r.settle()
+}
+
+// result is the accumulated rounds' Result.
+func (a *accum) result() Result {
+	res := a.res
+	res.Failures = len(a.overs)
+	if res.Failures == 0 {
+		return res
 	}
-	res.Failures = len(overs)
-	slices.Sort(overs)
-	res.OvershootP50Ms = ms(quantile(overs, 0.50))
-	res.OvershootP99Ms = ms(quantile(overs, 0.99))
-	res.OvershootMaxMs = ms(overs[len(overs)-1])
-	res.CPUMsPerFailure = ms(cpu) / float64(res.Failures)
-	res.AllocsPerFailure = float64(allocs) / float64(res.Failures)
-	return res, nil
+	slices.Sort(a.overs)
+	res.OvershootP50Ms = ms(quantile(a.overs, 0.50))
+	res.OvershootP99Ms = ms(quantile(a.overs, 0.99))
+	res.OvershootMaxMs = ms(a.overs[len(a.overs)-1])
+	res.CPUMsPerFailure = ms(a.cpu) / float64(res.Failures)
+	res.AllocsPerFailure = float64(a.allocs) / float64(res.Failures)
+	return res
 }
 
 // sampleGoroutines samples runtime.NumGoroutine every millisecond until
@@ -486,6 +558,15 @@ func cpuTime() time.Duration {
 // filesFor is the open files n concurrent requests need: both ends of n
 // connections at each of two hops, and some to spare.
 func filesFor(n int) int { return 4*n + 500 }
+
+// fileLimit returns the process's RLIMIT_NOFILE.
+func fileLimit() int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0
+	}
+	return int(min(lim.Cur, 1<<30))
+}
 
 // raiseFiles raises the process's RLIMIT_NOFILE to at least want, or
 // says why it cannot.
