@@ -48,15 +48,17 @@ const lingerWindow = 10 * time.Second
 // in flight or it answered with Budget-Expired, and not otherwise: the
 // requests of a burst of failures toward a budget-aware host keep their
 // connections once the host has refused one request, while a request sent
-// after 10 s without trouble costs no goroutine. When 8 lingering requests in a row got
-// no answer within the linger and none had one in the last 10 s, the host is
-// no longer trusted.
+// after 10 s without trouble costs no goroutine. A lingering request reads
+// and discards a refusal's body itself, so that a deadline passing while the
+// body arrives does not close the connection either. When 8 lingering
+// requests in a row got no answer within the linger and none had one in the
+// last 10 s, the host is no longer trusted.
 //
 // A positive d lingers for d toward every host, on every request with a
 // deadline, with the same back-off: after 8 lingering requests in a row got
 // no answer and none did in the last 10 s, only one request in 16 lingers
 // until a late answer comes again. Either way, at most 64 requests linger
-// toward one host at once (4,096 once it is trusted), so a server
+// toward one host at once (16,384 once it is trusted), so a server
 // that never answers cannot hold rate × linger connections; a request past
 // the cap closes its connection at its deadline. A negative d never lingers
 // (net/http's behaviour). A Transport remembers up to 128 hosts; one it
