@@ -236,7 +236,9 @@ func newFailing(tb testing.TB, plain bool) *failing {
 }
 
 // do sends one request, which must fail by its deadline: with
-// ErrUpstreamExpired (the server's 504) or the client's own deadline.
+// ErrUpstreamExpired (the server's 504), the client's own deadline, or,
+// when a busy machine kept the request from starting for most of its
+// budget, the Transport's local refusal.
 func (f *failing) do(tb testing.TB) {
 	var ctx context.Context
 	var cancel context.CancelFunc
@@ -252,8 +254,8 @@ func (f *failing) do(tb testing.TB) {
 		_ = resp.Body.Close()
 		tb.Fatalf("a request to a hanging server got %d, want an error", resp.StatusCode)
 	}
-	if !errors.Is(err, context.DeadlineExceeded) {
-		tb.Fatalf("err = %v, want one matching context.DeadlineExceeded", err)
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, budget.ErrInsufficient) {
+		tb.Fatalf("err = %v, want one matching context.DeadlineExceeded or budget.ErrInsufficient", err)
 	}
 }
 
