@@ -289,13 +289,14 @@ func benchFailing(b *testing.B, plain bool) {
 // request's budget, the headers it carries, the Transport's lingering
 // exchange (the host refused before, so requests toward it linger), the
 // handler's budget and the 504 with Budget-Expired it answers, and the
-// error the client gets. 112 measured (118 under -race); the margin absorbs an answer that
-// arrives after the client's deadline on a busy machine, which the
+// error the client gets. 112 measured (118 to 121 under -race; 118 before
+// the handler's refusal texts were made once); the margin absorbs an answer
+// that arrives after the client's deadline on a busy machine, which the
 // exchange then reads in the background.
 func TestFailingAllocations(t *testing.T) {
 	f := newFailing(t, false)
 	f.do(t) // the first refusal: the host honours budgets
-	const limit = 120
+	const limit = 130
 	if got := testing.AllocsPerRun(100, func() { f.do(t) }); got > limit {
 		t.Errorf("a failing request allocates %v times, want at most %d", got, limit)
 	}
