@@ -21,9 +21,9 @@ const (
 	trustWindow = 10 * time.Minute
 	// lingerCap bounds the requests lingering toward a host at once while
 	// it is not trusted (a probe, or a linger set with WithLinger);
-	// lingerCapPaid bounds them once it is: lingering holds only
-	// connections the requests had, and a burst of 10,000 failures toward a
-	// budget-aware host should keep them all.
+	// lingerCapPaid bounds them once it is. Lingering holds only
+	// connections the requests already had, so the cap is set above the
+	// size of a burst (10,000 failing at once) rather than below it.
 	lingerCap     = 64
 	lingerCapPaid = 16384
 	// probeMaxShift bounds the back-off between probes of a host that has
