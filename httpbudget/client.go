@@ -72,8 +72,9 @@ var ErrNoRetry = errors.New("httpbudget: upstream asked not to retry")
 // obtained takes a [net/http/httptrace.ClientTrace]: four allocations more.
 //
 // It makes no retries of its own. Toward a host that has shown it honours
-// the budget, after one of its requests ran out of time in flight, it
-// lingers for the late answers of the next ones, keeping their connections;
+// the budget, after one of its requests ran out of time in flight or it
+// refused one with Budget-Expired, it lingers for the late answers of the
+// next ones, keeping their connections;
 // toward any other host an expiry closes the connection, as net/http does,
 // which is how a server that ignores the budget learns its caller left; see
 // [WithLinger]. Requests without a deadline pass through

@@ -21,9 +21,11 @@ const (
 	trustWindow = 10 * time.Minute
 	// lingerCap bounds the requests lingering toward a host at once while
 	// it is not trusted (a probe, or a linger set with WithLinger);
-	// lingerCapPaid bounds them once it is.
+	// lingerCapPaid bounds them once it is. Lingering holds only
+	// connections the requests already had, so the cap is set above the
+	// size of a burst (10,000 failing at once) rather than below it.
 	lingerCap     = 64
-	lingerCapPaid = 4096
+	lingerCapPaid = 16384
 	// probeMaxShift bounds the back-off between probes of a host that has
 	// not shown it honours the budget: lingerWindow << probeMaxShift.
 	probeMaxShift = 4

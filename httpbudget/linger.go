@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/timebudget/budget/wire"
 )
 
 // DefaultLinger is how long, by default, a [Transport] keeps waiting in the
@@ -43,16 +45,20 @@ const lingerWindow = 10 * time.Second
 // lingers to find out whether the host answers late; the first request sent
 // to a host may be such a probe. Toward a trusted host, a Transport lingers
 // for [DefaultLinger] during the 10 s after a request to it ran out of time
-// in flight, and not otherwise, so the first expiry of a burst closes its
-// connection and the rest keep theirs. When 8 lingering requests in a row got
-// no answer within the linger and none had one in the last 10 s, the host is
-// no longer trusted.
+// in flight or it answered with Budget-Expired, and not otherwise: the
+// requests of a burst of failures toward a budget-aware host keep their
+// connections once the host has refused one request, while a request sent
+// after 10 s without trouble costs no goroutine. A lingering request reads
+// and discards a refusal's body itself, so that a deadline passing while the
+// body arrives does not close the connection either. When 8 lingering
+// requests in a row got no answer within the linger and none had one in the
+// last 10 s, the host is no longer trusted.
 //
 // A positive d lingers for d toward every host, on every request with a
 // deadline, with the same back-off: after 8 lingering requests in a row got
 // no answer and none did in the last 10 s, only one request in 16 lingers
 // until a late answer comes again. Either way, at most 64 requests linger
-// toward one host at once (4,096 once it is trusted), so a server
+// toward one host at once (16,384 once it is trusted), so a server
 // that never answers cannot hold rate × linger connections; a request past
 // the cap closes its connection at its deadline. A negative d never lingers
 // (net/http's behaviour). A Transport remembers up to 128 hosts; one it
@@ -130,7 +136,9 @@ func (t *Transport) expiredInFlight(host string, now time.Time) {
 }
 
 // honoured records that host answered with a Budget-Expired header: it
-// speaks the budget, so its late answers are worth waiting for.
+// speaks the budget, so its late answers are worth waiting for, and budgets
+// run out toward it, so the default lingering turns on for lingerWindow, as
+// after an expiry in flight.
 func (t *Transport) honoured(host string, now time.Time) {
 	if t.cfg.linger < 0 {
 		return
@@ -142,6 +150,9 @@ func (t *Transport) honoured(host string, now time.Time) {
 		return // fresh: spare the store under a burst of refusals
 	}
 	st.trust(now)
+	// Its budgets run out: the requests sent to it next linger, so that
+	// the first of them to expire in flight keeps its connection too.
+	st.expired.Store(mono(now))
 }
 
 // States of an exchange: who owns the answer.
@@ -306,6 +317,16 @@ func (x *exchange) roundTrip(ctx context.Context, base http.RoundTripper, out *h
 // the caller has left, reads it so that the connection is kept.
 func (x *exchange) run(base http.RoundTripper, out *http.Request) {
 	resp, err := base.RoundTrip(out)
+	if err == nil && resp != nil && resp.Body != nil && resp.Header.Get(wire.HeaderBudgetExpired) != "" {
+		// A refusal, whose body the Transport discards. Discarding it
+		// here, before the caller has the answer, keeps the connection
+		// when the caller's deadline passes meanwhile, as it does for a
+		// burst of refusals that land at their callers' deadlines: the
+		// caller then leaves, and this goroutine lingers.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		_ = resp.Body.Close()
+		resp.Body = http.NoBody
+	}
 	if x.state.CompareAndSwap(waiting, answered) {
 		x.resp, x.rtErr = resp, err
 		x.got <- struct{}{}

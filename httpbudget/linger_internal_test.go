@@ -19,7 +19,7 @@ type lingerCase struct {
 
 // TestLingerFor checks when and for how long a request lingers: by default
 // toward a host that has shown it honours the budget, once a request to it
-// ran out of time in flight; toward another host only as its probe, one
+// ran out of time in flight or it refused one with Budget-Expired; toward another host only as its probe, one
 // request per lingerWindow; a set linger always, backing off after
 // futileLimit lingering requests in a row got no answer; a negative one
 // never; and never more than the host's cap at once.
@@ -48,7 +48,11 @@ func TestLingerFor(t *testing.T) {
 			expired(t, h, now)
 			t.hosts.get(h).takeProbe(now.Add(-lingerWindow - time.Second))
 		}, want: DefaultLinger, stays: 1},
-		{name: "default, trusted, no expiry", before: func(t *Transport, h string, now time.Time) { t.honoured(h, now) }},
+		{name: "default, trusted by a refusal just now", before: func(t *Transport, h string, now time.Time) { t.honoured(h, now) },
+			want: DefaultLinger, stays: 10},
+		{name: "default, trusted by a refusal a window ago", before: func(t *Transport, h string, now time.Time) {
+			t.honoured(h, now.Add(-lingerWindow-time.Second))
+		}},
 		{name: "default, trusted, after an expiry", before: trusted, want: DefaultLinger, stays: 10},
 		{name: "default, trusted, expiry a window ago", before: func(t *Transport, h string, now time.Time) {
 			trusted(t, h, now.Add(-lingerWindow-time.Second))

@@ -181,9 +181,10 @@ func TestTransportLingersAfterAnExpiry(t *testing.T) {
 }
 
 // TestTransportTrustsABudgetExpiredAnswer: a host that answered with a
-// Budget-Expired header honours the budget, so after a request to it ran out
-// of time in flight, the next expiries linger and keep their connections;
-// before that, expiries beyond its probe close theirs, as net/http does.
+// Budget-Expired header honours the budget, and budgets run out toward it,
+// so the next expiries linger and keep their connections, the first one
+// included; before the change the first expiry after such an answer closed
+// its connection, as net/http does.
 func TestTransportTrustsABudgetExpiredAnswer(t *testing.T) {
 	t.Parallel()
 	var refuse atomic.Bool
@@ -197,26 +198,105 @@ func TestTransportTrustsABudgetExpiredAnswer(t *testing.T) {
 		w.WriteHeader(http.StatusGatewayTimeout)
 	}))
 	c := s.client(t)
-	// A request that got its answer makes the host known: its first
-	// expiry is not a probe, so it closes its connection.
 	ctx, cancel := budget.Start(context.Background(), time.Second)
 	refuse.Store(true)
 	getFails(t, c, ctx, s.URL, httpbudget.ErrUpstreamExpired)
 	cancel()
 	refuse.Store(false)
-	for i := range 3 {
+	for range 3 {
 		ctx, cancel := budget.Start(context.Background(), 100*time.Millisecond)
 		ctx, idle := pooled(ctx)
 		getFails(t, c, ctx, s.URL, context.DeadlineExceeded)
 		cancel()
-		if i == 0 {
-			wait(t, s.close, "the first expiry's connection closed")
-		} else {
-			wait(t, idle, "connection back in the client's pool after the late answer")
+		wait(t, idle, "connection back in the client's pool after the late answer")
+	}
+	if got := s.opened.Load(); got != 1 {
+		t.Errorf("the server accepted %d connections for a refusal and 3 late answers, want 1", got)
+	}
+}
+
+// TestTransportKeepsConnectionsThroughABurst: n requests at once toward a
+// budget-aware host that refused one request expire in flight together;
+// their late answers are read in the background and a second burst finds
+// all n connections in the pool: the Transport dials nothing after the
+// warm-up. Before the change every request of the first burst, sent before
+// any of them expired, closed its connection, and the second burst dialled
+// n.
+func TestTransportKeepsConnectionsThroughABurst(t *testing.T) {
+	t.Parallel()
+	const n = 8
+	var mode atomic.Int32 // 0: answer after 20 ms; 1: refuse; 2: answer 504 100 ms late
+	s := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch mode.Load() {
+		case 0:
+			time.Sleep(20 * time.Millisecond)
+		case 1:
+			w.Header().Set("Budget-Expired", "backend")
+			w.WriteHeader(http.StatusGatewayTimeout)
+		default:
+			time.Sleep(200 * time.Millisecond) // 100 ms past the deadline, 150 ms before the linger ends
+			w.Header().Set("Budget-Expired", "backend")
+			w.WriteHeader(http.StatusGatewayTimeout)
+		}
+	}))
+	base := s.Client().Transport.(*http.Transport).Clone()
+	base.MaxIdleConnsPerHost = n
+	t.Cleanup(base.CloseIdleConnections)
+	var dials atomic.Int64
+	dial := (&net.Dialer{}).DialContext
+	base.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return dial(ctx, network, addr)
+	}
+	c := &http.Client{Transport: httpbudget.NewTransport(base)}
+	back := make(chan struct{}, n) // a connection went back to the pool or closed
+	burst := func(d time.Duration, want error) {
+		t.Helper()
+		errs := make(chan error, n)
+		for range n {
+			go func() {
+				ctx, cancel := budget.Start(context.Background(), d)
+				defer cancel()
+				ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{PutIdleConn: func(error) { back <- struct{}{} }})
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
+				resp, err := c.Do(req)
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+				}
+				errs <- err
+			}()
+		}
+		for range n {
+			if err := <-errs; !errors.Is(err, want) {
+				t.Fatalf("err = %v, want one matching %v", err, want)
+			}
 		}
 	}
-	if got := s.opened.Load(); got != 2 {
-		t.Errorf("the server accepted %d connections for 3 late answers, want 2", got)
+	drained := func() {
+		t.Helper()
+		for range n {
+			select {
+			case <-back:
+			case <-s.close:
+			case <-time.After(10 * time.Second):
+				t.Fatal("a connection neither went back to the pool nor closed within 10 s")
+			}
+		}
+	}
+	burst(10*time.Second, nil) // opens n connections
+	drained()
+	mode.Store(1)
+	burst(10*time.Second, httpbudget.ErrUpstreamExpired) // the host shows it honours budgets
+	drained()
+	warm := dials.Load()
+	mode.Store(2)
+	burst(100*time.Millisecond, context.DeadlineExceeded)
+	drained()
+	burst(100*time.Millisecond, context.DeadlineExceeded)
+	drained()
+	if got := dials.Load() - warm; got != 0 {
+		t.Errorf("the Transport dialled %d connections during two bursts of %d expiries toward a budget-aware host, want 0", got, n)
 	}
 }
 
@@ -330,5 +410,46 @@ func TestTransportKeepsASwitchedConnectionWritable(t *testing.T) {
 	got := make([]byte, 5)
 	if _, err := io.ReadFull(rwc, got); err != nil || string(got) != "ping\n" {
 		t.Fatalf("read %q, %v; want the echo", got, err)
+	}
+}
+
+// TestTransportKeepsTheConnectionOfARefusalReadLate: a refusal whose headers
+// come in time but whose body comes after the caller's deadline is read in
+// the background, and its connection goes back to the pool. Before the
+// change the Transport discarded the body in the caller's RoundTrip, which
+// the deadline aborted, closing the connection.
+func TestTransportKeepsTheConnectionOfARefusalReadLate(t *testing.T) {
+	t.Parallel()
+	s := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Budget-Expired", "backend")
+		w.WriteHeader(http.StatusGatewayTimeout)
+		if r.Header.Get("X-Late-Body") != "" {
+			w.(http.Flusher).Flush()
+			time.Sleep(150 * time.Millisecond) // 50 ms past the 100 ms deadline, 200 ms before the linger ends
+		}
+		_, _ = io.WriteString(w, "budget: backend ran out of time\n")
+	}))
+	c := s.client(t)
+	ctx, cancel := budget.Start(context.Background(), time.Second)
+	getFails(t, c, ctx, s.URL, httpbudget.ErrUpstreamExpired) // the host honours budgets
+	cancel()
+	for range 2 {
+		ctx, cancel := budget.Start(context.Background(), 100*time.Millisecond)
+		ctx, idle := pooled(ctx)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
+		req.Header.Set("X-Late-Body", "1")
+		resp, err := c.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			t.Fatalf("got %d, want an error", resp.StatusCode)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want one matching context.DeadlineExceeded", err)
+		}
+		cancel()
+		wait(t, idle, "connection back in the client's pool after the refusal's late body")
+	}
+	if got := s.opened.Load(); got != 1 {
+		t.Errorf("the server accepted %d connections for 3 refusals, want 1", got)
 	}
 }

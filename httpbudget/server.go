@@ -77,8 +77,14 @@ func NewHandler(next http.Handler, opts ...ServerOption) http.Handler {
 	}
 	cfg.policy = edge.OrDefault(cfg.policy)
 	k := edge.NewMarginKeeper(cfg.margin)
-	return &handler{next: next, cfg: cfg, margin: k, arrival: edge.Arrival{Adapter: "httpbudget", Stage: cfg.stage,
+	h := &handler{next: next, cfg: cfg, margin: k, arrival: edge.Arrival{Adapter: "httpbudget", Stage: cfg.stage,
 		Observer: cfg.observer, LedgerCapacity: cfg.ledgerCap, Margin: k}}
+	h.stageValue = wire.FormatBudgetExpired(cfg.stage)
+	h.expiredText = (&budget.Error{Stage: cfg.stage, Outcome: budget.OutcomeExpired}).Error()
+	h.expiredLine = []byte(h.expiredText + "\n")
+	h.shedText = (&budget.Error{Stage: cfg.stage, Outcome: budget.OutcomeShed}).Error()
+	h.lateText = "budget: " + cfg.stage + " refused on arrival: the deadline had passed"
+	return h
 }
 
 type handler struct {
@@ -86,6 +92,13 @@ type handler struct {
 	cfg     handlerConfig
 	margin  *edge.MarginKeeper
 	arrival edge.Arrival
+	// The texts of the handler's refusals, made once: a burst of failures
+	// answers thousands of them at once.
+	stageValue  string // Budget-Expired's value
+	expiredText string // a handler that ran out of budget
+	expiredLine []byte // expiredText as a plain-text body; only read
+	shedText    string // too little time left on arrival
+	lateText    string // the deadline had passed on arrival
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -143,8 +156,7 @@ func (h *handler) finish(ctx context.Context, aw *answerWriter, r *http.Request)
 		return
 	}
 	aw.sent = true
-	h.answer(aw.ResponseWriter, r, http.StatusGatewayTimeout,
-		(&budget.Error{Stage: h.cfg.stage, Outcome: budget.OutcomeExpired}).Error())
+	h.answerLine(aw.ResponseWriter, r, http.StatusGatewayTimeout, h.expiredText, h.expiredLine)
 }
 
 // refuse answers a request the policy refused, without running the handler.
@@ -154,9 +166,9 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, dec wire.Decisi
 	case wire.ReasonMalformed:
 		body = err.Error()
 	case wire.ReasonExpired:
-		body = "budget: " + h.cfg.stage + " refused on arrival: the deadline had passed"
+		body = h.lateText
 	default:
-		body = (&budget.Error{Stage: h.cfg.stage, Outcome: budget.OutcomeShed}).Error()
+		body = h.shedText
 	}
 	if dec.Reason != wire.ReasonMalformed {
 		stampShed(w)
@@ -178,12 +190,12 @@ var shedValue = []string{wire.NoRetryShed.String()}
 // answer writes a refusal: status, a Budget-Expired header naming the stage
 // for a 504, and body, as a Connect error for Connect unary requests.
 func (h *handler) answer(w http.ResponseWriter, r *http.Request, status int, body string) {
-	hdr := w.Header()
-	hdr.Del("Content-Length")
-	if status == http.StatusGatewayTimeout {
-		hdr.Set(wire.HeaderBudgetExpired, wire.FormatBudgetExpired(h.cfg.stage))
-	}
-	hdr.Set("X-Content-Type-Options", "nosniff")
+	h.answerLine(w, r, status, body, nil)
+}
+
+// answerLine is answer with the plain-text body made already, line (body
+// and a newline), when it is not nil.
+func (h *handler) answerLine(w http.ResponseWriter, r *http.Request, status int, body string, line []byte) {
 	if isConnectUnary(r) {
 		// A Connect client reads the code from a JSON body; from a bare
 		// status it would infer UNAVAILABLE, which retry policies retry.
@@ -191,15 +203,33 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, status int, bod
 		if status == http.StatusBadRequest {
 			code = "invalid_argument"
 		}
-		hdr.Set("Content-Type", "application/json")
+		h.refusalHeader(w.Header(), status, "application/json")
 		w.WriteHeader(status)
 		msg, _ := json.Marshal(body)
 		_, _ = w.Write([]byte(`{"code":"` + code + `","message":` + string(msg) + "}"))
 		return
 	}
-	hdr.Set("Content-Type", "text/plain; charset=utf-8")
+	if line == nil {
+		line = []byte(body + "\n")
+	}
+	h.refusalHeader(w.Header(), status, "text/plain; charset=utf-8")
 	w.WriteHeader(status)
-	_, _ = w.Write([]byte(body + "\n"))
+	_, _ = w.Write(line)
+}
+
+// refusalHeader sets the headers of a refusal: its content type, nosniff,
+// and for a 504 Budget-Expired naming the stage. The values share one
+// allocation; each header's slice has a capacity of its own length, so an
+// Add to one copies it rather than writing over the next.
+func (h *handler) refusalHeader(hdr http.Header, status int, contentType string) {
+	hdr.Del("Content-Length")
+	v := make([]string, 3)
+	v[0], v[1], v[2] = contentType, "nosniff", h.stageValue
+	hdr["Content-Type"] = v[0:1:1]
+	hdr["X-Content-Type-Options"] = v[1:2:2]
+	if status == http.StatusGatewayTimeout {
+		hdr[wire.HeaderBudgetExpired] = v[2:3:3]
+	}
 }
 
 // isConnectUnary reports whether r is a Connect protocol unary request, whose
