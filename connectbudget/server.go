@@ -69,6 +69,10 @@ import (
 // with [MessageContext]) and the idle timeout of [WithIdleTimeout]; without
 // them a stream runs under one deadline, the whole call's.
 //
+// A call refused on arrival (by the policy or the procedure's op; not a
+// malformed value) is answered with the header "Budget-No-Retry: shed",
+// which this package's client reads as [budget.ServerRefused].
+//
 // An invalid policy makes the constructor panic at setup (see
 // [WithPolicy]).
 func NewServerInterceptor(opts ...ServerOption) connect.Interceptor {
@@ -104,13 +108,18 @@ func (s *server) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 			defer cancel()
 		}
 		var resp connect.AnyResponse
+		ran := false
 		err = edge.Run(bctx, s.op(procedure), func(ctx context.Context) error {
 			var err error
+			ran = true
 			resp, err = next(ctx, req)
 			return err
 		})
 		s.margin.Learn(bctx)
 		if err != nil {
+			if !ran { // the op refused it on arrival
+				return resp, shedError(toConnect(bctx, err))
+			}
 			return resp, toConnect(bctx, err)
 		}
 		if err := s.finish(bctx, procedure); err != nil {
@@ -155,7 +164,11 @@ func (s *server) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect
 			defer hc.end()
 		}
 		if op := s.op(procedure); op != nil {
-			err = op.Do(bctx, func(ctx context.Context) error { return next(ctx, conn) })
+			ran := false
+			err = op.Do(bctx, func(ctx context.Context) error { ran = true; return next(ctx, conn) })
+			if err != nil && !ran { // the op refused it on arrival
+				return shedError(toConnect(bctx, err))
+			}
 		} else {
 			err = next(bctx, conn)
 		}
@@ -216,10 +229,10 @@ func refusal(stage string, min time.Duration, dec wire.Decision, err error) erro
 	case wire.ReasonMalformed:
 		return connect.NewError(connect.CodeInvalidArgument, err)
 	case wire.ReasonExpired:
-		return connect.NewError(connect.CodeDeadlineExceeded,
-			&budget.Error{Stage: stage, Outcome: budget.OutcomeExpired, Remaining: dec.Remaining, Err: err})
+		return shed(connect.NewError(connect.CodeDeadlineExceeded,
+			&budget.Error{Stage: stage, Outcome: budget.OutcomeExpired, Remaining: dec.Remaining, Err: err}))
 	default:
-		return connect.NewError(connect.CodeDeadlineExceeded,
-			&budget.Error{Stage: stage, Outcome: budget.OutcomeShed, Remaining: dec.Remaining, Needed: min})
+		return shed(connect.NewError(connect.CodeDeadlineExceeded,
+			&budget.Error{Stage: stage, Outcome: budget.OutcomeShed, Remaining: dec.Remaining, Needed: min}))
 	}
 }
