@@ -33,7 +33,12 @@
 // not repeat work that may have run: an attempt whose error says so
 // ([SentOf] reports [MaybeExecuted]) is retried only for a call declared
 // idempotent or carrying an idempotency key ([WithIdempotencyKey]), which
-// adapters send with every attempt and hedge. [Hedge]
+// adapters send with every attempt and hedge. Retries happen at the hop
+// nearest the failure: a server whose own Retry gave up ([GaveUp]), or that
+// shed the request on arrival, says so on the wire (httpbudget's
+// Budget-No-Retry header), its callers' adapters mark the answer with
+// [DoNotRetry], and no hop above retries it, so that hops that each allow
+// three attempts do not multiply into 27 calls at the bottom. [Hedge]
 // starts a second attempt at the op's latency quantile when time and the
 // retry quota allow. A [Ladder] declines rungs that cannot finish while
 // keeping time for its last, cheap rung. [Gather] fans out with one shared

@@ -58,6 +58,10 @@ type Error struct {
 	// Err is the underlying error: the last attempt's error of a retry loop,
 	// or the error the work returned when it expired. It may be nil.
 	Err error
+
+	// gaveUp says a Retry stopped here after it had a chance to retry
+	// (see [GaveUp]).
+	gaveUp bool
 }
 
 // Error returns a short sentence naming the stage and the fact. A nil *Error

@@ -61,7 +61,9 @@ var zeroHedge Hedge
 // last, classified ([SentOf]) as far as the further of the two got, so that a
 // [Retry] around the hedge does not take one copy's "not sent" for the whole
 // call while the other copy may have run; when the first fails before the
-// hedge starts, its error is returned at once (retrying is [Retry]'s job). Each attempt's context carries its number: 1, or 2 for the
+// hedge starts, its error is returned at once (retrying is [Retry]'s job),
+// so an answer marked [DoNotRetry] never starts a hedge. Each attempt's
+// context carries its number: 1, or 2 for the
 // hedge (see [AttemptNumber]).
 //
 // Because two attempts may run at once, fn must not write to variables it

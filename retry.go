@@ -108,6 +108,19 @@ var zeroRetry Retry
 // classifying adapter) is retried as the rules above allow, as before
 // classifications existed: wrap it with [MarkSent] to say otherwise.
 //
+// Retries happen at the hop nearest the failure. A server whose dependency
+// failed after its own Retry tried (its error reports [GaveUp]: attempts
+// spent, or a retry refused for lack of time or quota, or for an uncertain
+// outcome) tells its callers so on the wire, and a server that sheds a
+// request on arrival says that too; the adapters' clients mark such an
+// answer with [DoNotRetry], which Do returns at once, without another
+// attempt: it is Permanent, and its message says the server asked not to
+// retry. So three hops that each allow three attempts make three calls at
+// the bottom, not 27, and a [RetryQuota] at the hop nearest the failure
+// bounds even those to a fraction of the requests. The error Do returns
+// after MaxAttempts attempts (more than one) reports GaveUp true, with the
+// last attempt's message.
+//
 // A nil r behaves as the zero Retry. Do allocates what the attempts need (an
 // attempt context and its number, about 5 allocations each) and nothing per
 // retry decision.
@@ -147,13 +160,16 @@ func (r *Retry) Do(ctx context.Context, op *Op, fn func(ctx context.Context) err
 			var be *Error
 			if last != nil && errors.As(err, &be) && be.Err == nil {
 				cp := *be
-				cp.Err = last
+				cp.Err, cp.gaveUp = last, true
 				return &cp
 			}
 			return err
 		}
 		last = err
-		if n >= r.maxAttempts() || !r.retryable(ctx, err, cause) {
+		if n >= r.maxAttempts() {
+			return r.spent(ctx, n, err, cause)
+		}
+		if !r.retryable(ctx, err, cause) {
 			return err
 		}
 		if !mayRetryUncertain(ctx, err, r.Idempotent) {
@@ -217,12 +233,22 @@ func (r *Retry) beforeRetry(ctx context.Context, op *Op, n int, last error) erro
 // says which), and returns the error that says so, wrapping the
 // last attempt's error.
 func suppress(ctx context.Context, rd reading, op *Op, n int, why Outcome, needed time.Duration, last error) error {
-	err := &Error{Stage: op.Name, Outcome: why, Needed: needed, Budget: rd.st.budget(), Err: last}
+	err := &Error{Stage: op.Name, Outcome: why, Needed: needed, Budget: rd.st.budget(), Err: last, gaveUp: last != nil}
 	if rd.hasDeadline {
 		err.Remaining, err.Available = rd.remaining, rd.available
 	}
 	emit(ctx, rd.st, op.Observer, Event{Kind: EventRefuse, Stage: op.Name, At: rd.now,
 		Remaining: rd.remaining, Needed: needed, Outcome: why, Attempt: n, Err: err})
+	return err
+}
+
+// spent returns err, the error of attempt n, the last one MaxAttempts
+// allows: marked as given up ([GaveUp]) after at least one retry, unless
+// the rules no policy overrides would not have retried it anyway.
+func (r *Retry) spent(ctx context.Context, n int, err, cause error) error {
+	if n > 1 && r.retryable(ctx, err, cause) {
+		return &gaveUpError{err}
+	}
 	return err
 }
 

@@ -111,3 +111,89 @@ func mayRetryUncertain(ctx context.Context, err error, idempotent bool) bool {
 	var i interface{ Idempotent() bool }
 	return errors.As(err, &i) && i.Idempotent()
 }
+
+// DoNotRetry returns err marked as the answer of a server that asked its
+// caller not to retry, as an adapter's client reports it: the server shed
+// the request on arrival (s is [ServerRefused]: nothing ran), or it ran the
+// request and gave up after retrying its own dependency (s is [Executed]).
+// [Retry] returns such an error at once, without another attempt, since
+// retries happen at the hop nearest the failure (see [Retry.Do]); the error
+// is [Permanent], classified s ([SentOf]), and reports [GaveUp] true, so
+// that a server whose handler fails with it asks its own caller not to
+// retry either. Its message is err's followed by why it was not retried.
+// errors.Is and errors.As reach err. A nil err returns nil; an s outside
+// NotSent to Executed counts as Executed. It costs one allocation.
+func DoNotRetry(err error, s Sent) error {
+	if err == nil {
+		return nil
+	}
+	if s < NotSent || s > Executed {
+		s = Executed
+	}
+	return &noRetryError{err: err, sent: s}
+}
+
+type noRetryError struct {
+	err  error
+	sent Sent
+}
+
+func (e *noRetryError) Error() string {
+	if e.sent <= ServerRefused {
+		return e.err.Error() + " (not retried: the server refused it on arrival and asked not to retry)"
+	}
+	return e.err.Error() + " (not retried: the server gave up after its own retries and asked not to retry)"
+}
+func (e *noRetryError) Unwrap() error   { return e.err }
+func (e *noRetryError) Sent() Sent      { return e.sent }
+func (e *noRetryError) Permanent() bool { return true }
+func (e *noRetryError) GaveUp() bool    { return true }
+
+// GaveUp reports whether err says that retrying the call again, one hop up,
+// would multiply the load for nothing: it comes from a [Retry] that stopped
+// after it had a chance to retry (it made MaxAttempts attempts, more than
+// one; or it did not make a retry for lack of time, of retry quota, or
+// because the attempt may have run, [OutcomeUncertain]), or anything in its
+// chain was marked with [DoNotRetry] or has a method GaveUp() bool that
+// returns true. A server answers such an error with its protocol's "do not
+// retry" marker (httpbudget's WriteError stamps Budget-No-Retry: retried),
+// so that retries happen at the hop nearest the failure. A Retry that
+// stopped on its first attempt for another reason (a [Permanent] error,
+// Retryable said no, the budget ran out) has not given up in this sense:
+// its error reports false, and so does nil. It does not allocate.
+func GaveUp(err error) bool {
+	for err != nil {
+		switch e := err.(type) {
+		case interface{ GaveUp() bool }:
+			if e.GaveUp() {
+				return true
+			}
+		case *Error:
+			if e.gaveUp {
+				return true
+			}
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if GaveUp(e) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// gaveUpError is the last attempt's error of a Retry that made all its
+// attempts: the message and chain are err's, and GaveUp reports true.
+type gaveUpError struct{ err error }
+
+func (e *gaveUpError) Error() string { return e.err.Error() }
+func (e *gaveUpError) Unwrap() error { return e.err }
+func (e *gaveUpError) GaveUp() bool  { return true }

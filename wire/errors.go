@@ -60,11 +60,17 @@ func (e *ParseError) Unwrap() error { return ErrMalformed }
 const maxQuoted = 32
 
 func newParseError(header, value string, r reason) *ParseError {
+	return textParseError(header, value, r.String())
+}
+
+// textParseError is newParseError with the reason as text, for the parsers whose
+// reasons are not in the reason table.
+func textParseError(header, value, why string) *ParseError {
 	if len(value) > maxQuoted {
 		value = value[:maxQuoted]
 	}
 	// Clone so that a 32-byte excerpt does not keep a megabyte header alive.
-	return &ParseError{Header: header, Value: string([]byte(value)), Reason: r.String()}
+	return &ParseError{Header: header, Value: string([]byte(value)), Reason: why}
 }
 
 // reason is why a value is malformed; reasonNone means it is not. Parsers return it

@@ -277,3 +277,58 @@ func TestHostileBudgetExpired(t *testing.T) {
 		})
 	}
 }
+
+func TestHostileBudgetNoRetry(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		in     []string
+		want   outcome
+		reason string
+	}{
+		{"absent", nil, absent, ""},
+		{"shed", []string{"shed"}, valid, ""},
+		{"retried", []string{"retried"}, valid, ""},
+		{"spaces around", []string{" \tshed "}, valid, ""},
+		{"empty", []string{""}, malformed, "empty"},
+		{"spaces only", []string{"   "}, malformed, "empty"},
+		{"uppercase", []string{"SHED"}, malformed, `not "shed" or "retried"`},
+		{"unknown token", []string{"later"}, malformed, `not "shed" or "retried"`},
+		{"CRLF", []string{"shed\r\nSet-Cookie: x"}, malformed, "longer than 16 bytes"},
+		{"NUL", []string{"shed\x00"}, malformed, `not "shed" or "retried"`},
+		{"control char", []string{"re\x7ftried"}, malformed, `not "shed" or "retried"`},
+		{"non-ASCII", []string{"sh\u00e9d"}, malformed, `not "shed" or "retried"`},
+		{"joined list", []string{"shed, retried"}, malformed, "more than one value"},
+		{"two fields", []string{"shed", "retried"}, malformed, "sent more than once"},
+		{"two equal fields", []string{"shed", "shed"}, malformed, "sent more than once"},
+		{"17 bytes", []string{"retried" + strings.Repeat(" ", 10)}, malformed, "longer than 16 bytes"},
+		{"10 KB", []string{strings.Repeat("shed", 10<<8)}, malformed, "longer than 16 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r, ok, err := wire.ParseBudgetNoRetry(tt.in)
+			got := absent
+			switch {
+			case err != nil:
+				got = malformed
+				var pe *wire.ParseError
+				if ok || r != 0 || !errors.Is(err, wire.ErrMalformed) || !errors.As(err, &pe) ||
+					pe.Header != wire.HeaderBudgetNoRetry || len(pe.Value) > 32 || pe.Reason != tt.reason {
+					t.Fatalf("%.40q: %v, %v, %#v; want reason %q", tt.in, r, ok, err, tt.reason)
+				}
+				if !strings.Contains(err.Error(), wire.HeaderBudgetNoRetry) || strings.ContainsAny(err.Error(), "\r\n\x00") {
+					t.Fatalf("error %q does not name the header, or forges a line", err)
+				}
+			case ok:
+				got = valid
+				if r.String() != strings.TrimSpace(tt.in[0]) {
+					t.Fatalf("%q parsed as %v", tt.in, r)
+				}
+			}
+			if got != tt.want {
+				t.Fatalf("%.40q: %v; want %v", tt.in, got, tt.want)
+			}
+		})
+	}
+}

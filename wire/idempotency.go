@@ -84,9 +84,5 @@ func FormatIdempotencyKey(key string) (string, bool) {
 }
 
 func idempotencyError(v, why string) *ParseError {
-	if len(v) > maxQuoted {
-		v = v[:maxQuoted]
-	}
-	// Clone so that a 32-byte excerpt does not keep a large header alive.
-	return &ParseError{Header: HeaderIdempotencyKey, Value: string([]byte(v)), Reason: why}
+	return textParseError(HeaderIdempotencyKey, v, why)
 }
