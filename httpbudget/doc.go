@@ -23,8 +23,8 @@
 // tells in each error it returns whether the request may have run
 // ([budget.SentOf]), so that a [budget.Retry] repeats only what is safe to
 // repeat. On the server, [Idempotent] runs a handler at most once per key
-// and answers repeats with the first answer, from an [IdempotencyStore]
-// ([MemoryIdempotencyStore] in one process).
+// and answers repeats with the first answer, from an [idempotency.Store]
+// ([idempotency.MemoryStore] in one process).
 //
 // The package depends only on the standard library and this module.
 package httpbudget

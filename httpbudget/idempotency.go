@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/timebudget/budget/idempotency"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -49,7 +50,7 @@ const maxDuplicateWait = 10 * time.Second
 // a keyed request body over [MaxIdempotentAnswer] with 413.
 //
 // The store fails closed: when it cannot reserve or read a key (an error,
-// or [ErrIdempotencyStoreFull]), the request gets 503 Service Unavailable
+// or [idempotency.ErrStoreFull]), the request gets 503 Service Unavailable
 // with Retry-After: 1 and next does not run, since running it could repeat
 // work the store would have stopped. An answer too large to keep (over
 // [MaxIdempotentAnswer]) or sent over a hijacked connection is not
@@ -63,7 +64,7 @@ const maxDuplicateWait = 10 * time.Second
 // Idempotent is safe for concurrent use when store is. A first request
 // costs a SHA-256 of its body, the body's copy, the recording of its answer
 // and two store calls; see BenchmarkIdempotent.
-func Idempotent(store IdempotencyStore, next http.Handler) http.Handler {
+func Idempotent(store idempotency.Store, next http.Handler) http.Handler {
 	if store == nil || next == nil {
 		panic("httpbudget: Idempotent with a nil store or handler")
 	}
@@ -71,7 +72,7 @@ func Idempotent(store IdempotencyStore, next http.Handler) http.Handler {
 }
 
 type idempotent struct {
-	store IdempotencyStore
+	store idempotency.Store
 	next  http.Handler
 }
 
@@ -144,7 +145,7 @@ func (h *idempotent) first(w http.ResponseWriter, r *http.Request, key string, f
 	}()
 	h.next.ServeHTTP(rw, r)
 	done = true
-	rec := &IdempotencyRecord{Fingerprint: fp, Done: true, Replayable: !rw.over && !rw.hijacked, Status: rw.code, Header: rw.header}
+	rec := &idempotency.Record{Fingerprint: fp, Done: true, Replayable: !rw.over && !rw.hijacked, Status: rw.code, Header: rw.header}
 	if rec.Status == 0 {
 		rec.Status = http.StatusOK
 	}
@@ -159,7 +160,7 @@ func (h *idempotent) first(w http.ResponseWriter, r *http.Request, key string, f
 
 // repeat answers a request whose key was known: 422 for another request,
 // the first answer when it is done, or a wait for it.
-func (h *idempotent) repeat(ctx context.Context, w http.ResponseWriter, key string, fp [32]byte, rec IdempotencyRecord) {
+func (h *idempotent) repeat(ctx context.Context, w http.ResponseWriter, key string, fp [32]byte, rec idempotency.Record) {
 	if rec.Fingerprint != fp {
 		plain(w, http.StatusUnprocessableEntity, "httpbudget: Idempotency-Key reused with another request (method, path or body)")
 		return
@@ -199,7 +200,7 @@ func (h *idempotent) repeat(ctx context.Context, w http.ResponseWriter, key stri
 // record and true; or false when ctx's budget (less a moment to answer, at
 // most 10 s) ran out first or the key vanished (its first request panicked
 // or it expired).
-func (h *idempotent) wait(ctx context.Context, key string) (IdempotencyRecord, bool, error) {
+func (h *idempotent) wait(ctx context.Context, key string) (idempotency.Record, bool, error) {
 	until := time.Now().Add(maxDuplicateWait)
 	if dl, ok := ctx.Deadline(); ok {
 		until = dl.Add(-time.Millisecond)
@@ -208,13 +209,13 @@ func (h *idempotent) wait(ctx context.Context, key string) (IdempotencyRecord, b
 	for {
 		left := time.Until(until)
 		if left <= 0 {
-			return IdempotencyRecord{}, false, nil
+			return idempotency.Record{}, false, nil
 		}
 		t := time.NewTimer(min(pause, left))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return IdempotencyRecord{}, false, nil
+			return idempotency.Record{}, false, nil
 		case <-t.C:
 		}
 		pause = min(2*pause, 50*time.Millisecond)
@@ -229,7 +230,7 @@ func (h *idempotent) wait(ctx context.Context, key string) (IdempotencyRecord, b
 func storeDown(w http.ResponseWriter, err error) {
 	w.Header().Set("Retry-After", "1")
 	msg := "httpbudget: idempotency store unavailable"
-	if errors.Is(err, ErrIdempotencyStoreFull) {
+	if errors.Is(err, idempotency.ErrStoreFull) {
 		msg = err.Error()
 	}
 	plain(w, http.StatusServiceUnavailable, msg)

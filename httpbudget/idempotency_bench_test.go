@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/timebudget/budget/httpbudget"
+	"github.com/timebudget/budget/idempotency"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -58,14 +59,14 @@ func BenchmarkIdempotent(b *testing.B) {
 		}
 	})
 	b.Run("no key", func(b *testing.B) {
-		ib, h := newIdemBench(), httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, answering)
+		ib, h := newIdemBench(), httpbudget.Idempotent(&idempotency.MemoryStore{}, answering)
 		b.ReportAllocs()
 		for b.Loop() {
 			ib.serve(h, nil)
 		}
 	})
 	b.Run("first", func(b *testing.B) {
-		ib, h := newIdemBench(), httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, answering)
+		ib, h := newIdemBench(), httpbudget.Idempotent(&idempotency.MemoryStore{}, answering)
 		keys := make([][]string, 1<<16)
 		for i := range keys {
 			keys[i] = []string{"key-" + strconv.Itoa(i)}
@@ -78,7 +79,7 @@ func BenchmarkIdempotent(b *testing.B) {
 		}
 	})
 	b.Run("replay", func(b *testing.B) {
-		ib, h := newIdemBench(), httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, answering)
+		ib, h := newIdemBench(), httpbudget.Idempotent(&idempotency.MemoryStore{}, answering)
 		key := []string{"key-1"}
 		ib.serve(h, key)
 		b.ReportAllocs()
@@ -102,7 +103,7 @@ func TestIdempotentAllocations(t *testing.T) {
 	}
 	none := func(int) []string { return nil }
 	base := allocs(answering, none)
-	h := httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, answering)
+	h := httpbudget.Idempotent(&idempotency.MemoryStore{}, answering)
 	if got := allocs(h, none) - base; got > 0 {
 		t.Errorf("a request without a key: %v allocations more, want 0", got)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/httpbudget"
+	"github.com/timebudget/budget/idempotency"
 )
 
 // post sends a POST of body to url through client and returns the answer's
@@ -40,7 +41,7 @@ func (e *statusError) Error() string { return http.StatusText(e.code) }
 func TestRetryWithAKeyChargesOnce(t *testing.T) {
 	t.Parallel()
 	c := &charge{work: 300 * time.Millisecond}
-	srv := httptest.NewServer(httpbudget.NewHandler(httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, c)))
+	srv := httptest.NewServer(httpbudget.NewHandler(httpbudget.Idempotent(&idempotency.MemoryStore{}, c)))
 	defer srv.Close()
 	client := &http.Client{Transport: httpbudget.NewTransport(nil)}
 	ctx, cancel := budget.Start(context.Background(), 10*time.Second)
@@ -65,7 +66,7 @@ func TestRetryWithAKeyChargesOnce(t *testing.T) {
 func TestHedgeWithAKeyChargesOnce(t *testing.T) {
 	t.Parallel()
 	c := &charge{work: 200 * time.Millisecond}
-	srv := httptest.NewServer(httpbudget.NewHandler(httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, c)))
+	srv := httptest.NewServer(httpbudget.NewHandler(httpbudget.Idempotent(&idempotency.MemoryStore{}, c)))
 	defer srv.Close()
 	client := &http.Client{Transport: httpbudget.NewTransport(nil)}
 	ctx, cancel := budget.Start(context.Background(), 10*time.Second)

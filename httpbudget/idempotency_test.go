@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/timebudget/budget/httpbudget"
+	"github.com/timebudget/budget/idempotency"
 	"github.com/timebudget/budget/wire"
 )
 
@@ -51,7 +52,7 @@ func call(ctx context.Context, h http.Handler, key, path, body string) *httptest
 func TestIdempotentReplaysAFinishedKey(t *testing.T) {
 	t.Parallel()
 	c := &charge{}
-	h := httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, c)
+	h := httpbudget.Idempotent(&idempotency.MemoryStore{}, c)
 	first := call(context.Background(), h, `"k1"`, "/pay?x=1", "5 EUR")
 	again := call(context.Background(), h, "k1", "/pay?x=1", "5 EUR") // bare and quoted are one key
 	if c.runs.Load() != 1 {
@@ -74,7 +75,7 @@ func TestIdempotentReplaysAFinishedKey(t *testing.T) {
 func TestIdempotentRefusesAChangedRequest(t *testing.T) {
 	t.Parallel()
 	c := &charge{}
-	h := httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, c)
+	h := httpbudget.Idempotent(&idempotency.MemoryStore{}, c)
 	call(context.Background(), h, "k", "/pay", "5 EUR")
 	for _, tc := range []struct{ path, body string }{{"/pay", "500 EUR"}, {"/refund", "5 EUR"}, {"/pay?x=1", "5 EUR"}} {
 		w := call(context.Background(), h, "k", tc.path, tc.body)
@@ -93,7 +94,7 @@ func TestIdempotentConcurrentDuplicate(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &charge{work: 100 * time.Millisecond}
-		h := httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, c)
+		h := httpbudget.Idempotent(&idempotency.MemoryStore{}, c)
 		var first *httptest.ResponseRecorder
 		go func() { first = call(context.Background(), h, "k", "/pay", "5") }()
 		time.Sleep(10 * time.Millisecond)
@@ -123,7 +124,7 @@ func TestIdempotentExpiredKeyRunsAgain(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &charge{}
-		h := httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{TTL: time.Minute}, c)
+		h := httpbudget.Idempotent(&idempotency.MemoryStore{TTL: time.Minute}, c)
 		call(context.Background(), h, "k", "/pay", "5")
 		time.Sleep(59 * time.Second)
 		call(context.Background(), h, "k", "/pay", "5")
@@ -139,11 +140,11 @@ func TestIdempotentExpiredKeyRunsAgain(t *testing.T) {
 
 // failingStore is a store that is down.
 type failingStore struct {
-	httpbudget.MemoryIdempotencyStore
+	idempotency.MemoryStore
 }
 
-func (*failingStore) Reserve(context.Context, string, [32]byte) (httpbudget.IdempotencyRecord, bool, error) {
-	return httpbudget.IdempotencyRecord{}, false, errors.New("connection refused")
+func (*failingStore) Reserve(context.Context, string, [32]byte) (idempotency.Record, bool, error) {
+	return idempotency.Record{}, false, errors.New("connection refused")
 }
 
 // A store that is down fails closed: 503 with Retry-After, and the handler
@@ -171,7 +172,7 @@ func TestIdempotent200ConcurrentRetries(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &charge{work: 20 * time.Millisecond}
-		h := httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, c)
+		h := httpbudget.Idempotent(&idempotency.MemoryStore{}, c)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		var wg sync.WaitGroup
@@ -194,7 +195,7 @@ func TestIdempotent200ConcurrentRetries(t *testing.T) {
 func TestIdempotentRefusesHostileKeys(t *testing.T) {
 	t.Parallel()
 	c := &charge{}
-	h := httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, c)
+	h := httpbudget.Idempotent(&idempotency.MemoryStore{}, c)
 	for name, vals := range map[string][]string{
 		"empty":       {""},
 		"10 KB":       {strings.Repeat("k", 10<<10)},
@@ -223,7 +224,7 @@ func TestIdempotentRefusesHostileKeys(t *testing.T) {
 func TestIdempotentPanicForgetsTheKey(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int32
-	h := httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := httpbudget.Idempotent(&idempotency.MemoryStore{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if runs.Add(1) == 1 {
 			panic(http.ErrAbortHandler)
 		}
@@ -246,7 +247,7 @@ func TestIdempotentPanicForgetsTheKey(t *testing.T) {
 func TestIdempotentAnswerTooLargeIsNotReplayed(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int32
-	h := httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := httpbudget.Idempotent(&idempotency.MemoryStore{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runs.Add(1)
 		_, _ = w.Write(make([]byte, httpbudget.MaxIdempotentAnswer))
 		_, _ = w.Write([]byte("!"))
@@ -259,80 +260,13 @@ func TestIdempotentAnswerTooLargeIsNotReplayed(t *testing.T) {
 	}
 }
 
-func TestMemoryIdempotencyStoreBounds(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s := &httpbudget.MemoryIdempotencyStore{MaxKeys: 2}
-	fp := [32]byte{1}
-	reserve := func(key string) error {
-		_, mine, err := s.Reserve(ctx, key, fp)
-		if err == nil && !mine {
-			return errors.New("not reserved")
-		}
-		return err
-	}
-	for _, k := range []string{"a", "b"} {
-		if err := reserve(k); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Both still run: a third key is refused rather than drop one.
-	if err := reserve("c"); !errors.Is(err, httpbudget.ErrIdempotencyStoreFull) {
-		t.Fatalf("a full store of running keys: %v", err)
-	}
-	_ = s.Complete(ctx, "a", &httpbudget.IdempotencyRecord{Status: 200})
-	if err := reserve("c"); err != nil {
-		t.Fatalf("the oldest done key was not dropped: %v", err)
-	}
-	if _, ok, _ := s.Get(ctx, "a"); ok {
-		t.Fatal("a was kept")
-	}
-	if rec, ok, _ := s.Get(ctx, "b"); !ok || rec.Done {
-		t.Fatal("b, running, was lost")
-	}
-	// Bytes: a store of 10 bytes keeps one answer of 8.
-	sb := &httpbudget.MemoryIdempotencyStore{MaxBytes: 10}
-	for _, k := range []string{"x", "y"} {
-		if _, _, err := sb.Reserve(ctx, k, fp); err != nil {
-			t.Fatal(err)
-		}
-		_ = sb.Complete(ctx, k, &httpbudget.IdempotencyRecord{Status: 200, Body: []byte("12345678")})
-	}
-	if _, ok, _ := sb.Get(ctx, "x"); ok {
-		t.Fatal("over MaxBytes, the oldest answer was kept")
-	}
-	if _, ok, _ := sb.Get(ctx, "y"); !ok {
-		t.Fatal("the newest answer was dropped")
-	}
-}
-
-// A key that expired and is reserved again does not count its old answer
-// against MaxBytes for ever.
-func TestMemoryIdempotencyStoreExpiredKeyFreesItsBytes(t *testing.T) {
-	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		s := &httpbudget.MemoryIdempotencyStore{TTL: time.Minute, MaxBytes: 10}
-		for range 3 {
-			if _, mine, err := s.Reserve(ctx, "k", [32]byte{}); !mine || err != nil {
-				t.Fatal("not reserved", err)
-			}
-			_ = s.Complete(ctx, "k", &httpbudget.IdempotencyRecord{Body: []byte("12345678")})
-			if _, ok, _ := s.Get(ctx, "k"); !ok {
-				t.Fatal("an answer within MaxBytes was dropped")
-			}
-			time.Sleep(2 * time.Minute)
-		}
-	})
-}
-
 // getFailingStore reserves, then cannot be read.
 type getFailingStore struct {
-	httpbudget.MemoryIdempotencyStore
+	idempotency.MemoryStore
 }
 
-func (*getFailingStore) Get(context.Context, string) (httpbudget.IdempotencyRecord, bool, error) {
-	return httpbudget.IdempotencyRecord{}, false, errors.New("timeout")
+func (*getFailingStore) Get(context.Context, string) (idempotency.Record, bool, error) {
+	return idempotency.Record{}, false, errors.New("timeout")
 }
 
 // A repeat waiting for the first fails closed when the store cannot be
@@ -355,25 +289,6 @@ func TestIdempotentStoreDownWhileWaiting(t *testing.T) {
 	})
 }
 
-// Many keys reserved and forgotten while one runs keep the store's memory
-// bounded.
-func TestMemoryIdempotencyStoreChurn(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s := &httpbudget.MemoryIdempotencyStore{MaxKeys: 4}
-	_, _, _ = s.Reserve(ctx, "running", [32]byte{})
-	for i := range 10_000 {
-		k := strconv.Itoa(i)
-		if _, _, err := s.Reserve(ctx, k, [32]byte{}); err != nil {
-			t.Fatal(err)
-		}
-		_ = s.Complete(ctx, k, nil)
-	}
-	if rec, ok, _ := s.Get(ctx, "running"); !ok || rec.Done {
-		t.Fatal("the running key was lost")
-	}
-}
-
 // One handler, run once per key: a retry of a charge gets the first
 // answer, marked as replayed.
 func ExampleIdempotent() {
@@ -382,7 +297,7 @@ func ExampleIdempotent() {
 		runs++
 		fmt.Fprintf(w, "charged (run %d)", runs)
 	})
-	h := httpbudget.NewHandler(httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, pay))
+	h := httpbudget.NewHandler(httpbudget.Idempotent(&idempotency.MemoryStore{}, pay))
 
 	for range 2 {
 		r := httptest.NewRequest(http.MethodPost, "/pay", strings.NewReader("amount=5"))
@@ -398,12 +313,12 @@ func ExampleIdempotent() {
 
 // slowGetStore answers Get after 20 ms, as a store across the network may.
 type slowGetStore struct {
-	httpbudget.MemoryIdempotencyStore
+	idempotency.MemoryStore
 }
 
-func (s *slowGetStore) Get(ctx context.Context, key string) (httpbudget.IdempotencyRecord, bool, error) {
+func (s *slowGetStore) Get(ctx context.Context, key string) (idempotency.Record, bool, error) {
 	time.Sleep(20 * time.Millisecond)
-	return s.MemoryIdempotencyStore.Get(ctx, key)
+	return s.MemoryStore.Get(ctx, key)
 }
 
 // A repeat whose budget runs out while it waits for the first request gets

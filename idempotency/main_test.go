@@ -1,0 +1,9 @@
+package idempotency_test
+
+import (
+	"testing"
+
+	"github.com/timebudget/budget/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
