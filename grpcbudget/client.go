@@ -46,9 +46,7 @@ import (
 // ([budget.SentOf]), which [budget.Retry] and [budget.Hedge] read so as not
 // to repeat a call that may have run: [budget.NotSent] for a local refusal
 // and for a call for which grpc-go never created a transport stream (no
-// ready connection), [budget.ServerRefused] for a refusal on arrival by the
-// server's interceptor (the "budget-no-retry: shed" trailer),
-// [budget.Executed] for a status the server sent, and
+// ready connection), [budget.Executed] for a status the server sent, and
 // [budget.MaybeExecuted] otherwise (the deadline, a lost connection). Telling
 // these apart costs one allocation per call (grpc.Peer and grpc.Trailer
 // call options). It errs toward MaybeExecuted: a connection lost between the
@@ -58,6 +56,12 @@ import (
 // metadata, read as MaybeExecuted. Under grpc-go's own retry policy the
 // classification is that of grpc-go's last attempt; leave retries to one
 // layer.
+//
+// A call answered with the "budget-no-retry" trailer ([wire.HeaderBudgetNoRetry],
+// which the server's interceptor sends) returns [budget.DoNotRetry]'s error:
+// [budget.ServerRefused] for "shed" (refused on arrival), [budget.Executed]
+// for "retried" or any other value; [budget.Retry] does not retry it, and a
+// handler that returns it gives up in turn.
 func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
 	c := newClient(opts)
 	return c.unary
@@ -241,7 +245,7 @@ func (s *clientStream) RecvMsg(m any) error {
 	}
 	// RecvMsg returned an error: the stream is over, and its trailer is
 	// what the server sent, if anything.
-	return markSent(s.c.result(s.ctx, err), sentOf(err, s.ClientStream.Trailer()))
+	return answered(s.c.result(s.ctx, err), s.ClientStream.Trailer())
 }
 
 func (s *clientStream) SendMsg(m any) error {

@@ -2,6 +2,7 @@ package grpcbudget
 
 import (
 	"context"
+	"errors"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -62,8 +63,16 @@ func (e *sentError) Error() string     { return e.err.Error() }
 func (e *sentError) Unwrap() error     { return e.err }
 func (e *sentError) Sent() budget.Sent { return e.sent }
 
-// GRPCStatus returns the status of the wrapped error.
-func (e *sentError) GRPCStatus() *status.Status { return status.Convert(e.err) }
+// GRPCStatus returns the status of the first error in the chain that has
+// one, code and message unchanged; UNKNOWN with the error's message when
+// none has.
+func (e *sentError) GRPCStatus() *status.Status {
+	var gs interface{ GRPCStatus() *status.Status }
+	if errors.As(e.err, &gs) {
+		return gs.GRPCStatus()
+	}
+	return status.New(codes.Unknown, e.err.Error())
+}
 
 // markSent returns err classified as s; nil for a nil err.
 func markSent(err error, s budget.Sent) error {
@@ -73,11 +82,16 @@ func markSent(err error, s budget.Sent) error {
 	return &sentError{err: err, sent: s}
 }
 
-// noRetryKey is the metadata key of the marker a server's interceptor sends
-// with a refusal on arrival (noRetryShed), so that a client does not retry it.
-const (
-	noRetryKey  = "budget-no-retry"
-	noRetryShed = "shed"
+// noRetryKey is [wire.HeaderBudgetNoRetry] as gRPC metadata spells it: the
+// marker by which a server asks its caller not to retry.
+const noRetryKey = "budget-no-retry"
+
+// The trailers of a call refused on arrival and of a call whose handler
+// gave up ([budget.GaveUp]). grpc-go copies the trailers it is given, so one
+// value serves every call.
+var (
+	shedTrailer    = metadata.Pairs(noRetryKey, wire.NoRetryShed.String())
+	retriedTrailer = metadata.Pairs(noRetryKey, wire.NoRetryRetried.String())
 )
 
 // attemptInfo collects what grpc-go reports about one unary attempt through
@@ -103,15 +117,28 @@ func (a *attemptInfo) classify(err error) error {
 	if a.peer.Addr == nil && a.peer.LocalAddr == nil && len(a.trailer) == 0 {
 		return markSent(err, budget.NotSent)
 	}
-	return markSent(err, sentOf(err, a.trailer))
+	return answered(err, a.trailer)
 }
 
-// sentOf says how far a call that had a transport stream got, from its
-// error and the trailer the server sent.
-func sentOf(err error, trailer metadata.MD) budget.Sent {
-	if v := trailer[noRetryKey]; len(v) == 1 && v[0] == noRetryShed {
-		return budget.ServerRefused
+// answered returns err, the error of a call that had a transport stream,
+// marked with how far it got, from the error and the trailer the server
+// sent. A trailer with the no-retry marker makes it [budget.DoNotRetry]:
+// ServerRefused for "shed", Executed for "retried" or a value this package
+// does not know (the marker's presence is what asks for no retry).
+func answered(err error, trailer metadata.MD) error {
+	if v := trailer[noRetryKey]; len(v) > 0 {
+		s := budget.Executed
+		if r, _, _ := wire.ParseBudgetNoRetry(v); r == wire.NoRetryShed {
+			s = budget.ServerRefused
+		}
+		return markSent(budget.DoNotRetry(err, s), s)
 	}
+	return markSent(err, sentOf(err, trailer))
+}
+
+// sentOf says how far a call that had a transport stream and no no-retry
+// marker got, from its error and the trailer the server sent.
+func sentOf(err error, trailer metadata.MD) budget.Sent {
 	if len(trailer) > 0 {
 		return budget.Executed
 	}
@@ -153,10 +180,6 @@ func sendIdempotencyKey(ctx context.Context) context.Context {
 // [wire.ParseIdempotencyKey].
 const IdempotencyKeyKey = "idempotency-key"
 
-// shedTrailer is the trailer of a call refused on arrival. grpc-go copies
-// the trailers it is given, so one value serves every call.
-var shedTrailer = metadata.Pairs(noRetryKey, noRetryShed)
-
 // refused returns err, the error refusing a call on arrival, after adding
 // the "budget-no-retry: shed" trailer to the call (through ss for a stream,
 // ctx for a unary call), so that a client does not retry it: a refusal on
@@ -172,6 +195,22 @@ func refused(ctx context.Context, ss grpc.ServerStream, err error) error {
 		ss.SetTrailer(shedTrailer)
 	} else if ctx != nil && grpc.ServerTransportStreamFromContext(ctx) != nil {
 		_ = grpc.SetTrailer(ctx, shedTrailer)
+	}
+	return err
+}
+
+// gaveUp returns err, the error of a handler, after adding the
+// "budget-no-retry: retried" trailer to the call when err says the handler
+// gave up after its own retries ([budget.GaveUp]), so that the caller does
+// not retry in turn: retries happen at the hop nearest the failure.
+func gaveUp(ctx context.Context, ss grpc.ServerStream, err error) error {
+	if !budget.GaveUp(err) {
+		return err
+	}
+	if ss != nil {
+		ss.SetTrailer(retriedTrailer)
+	} else if grpc.ServerTransportStreamFromContext(ctx) != nil {
+		_ = grpc.SetTrailer(ctx, retriedTrailer)
 	}
 	return err
 }

@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/grpcbudget"
@@ -151,4 +153,62 @@ func TestClientSendsTheIdempotencyKey(t *testing.T) {
 // metadataContext returns ctx with k: v in its outgoing metadata.
 func metadataContext(ctx context.Context, k, v string) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, k, v)
+}
+
+// retried runs call under a Retry of three attempts that retries anything,
+// and returns its error and the number of attempts made.
+func retried(ctx context.Context, call func(ctx context.Context) error) (error, int) {
+	n := 0
+	err := (&budget.Retry{MaxAttempts: 3, Backoff: -1, Idempotent: true}).Do(ctx, &budget.Op{Name: "call"},
+		func(ctx context.Context) error {
+			n++
+			return call(ctx)
+		})
+	return err, n
+}
+
+// A server that shed the call on arrival, or whose handler gave up after
+// its own retries, says "budget-no-retry" in its trailer; the client marks
+// the error so that Retry makes no second attempt, and a server relaying
+// it gives up in turn. Before the change the client retried both three
+// times, the handler running three times.
+func TestClientObeysTheNoRetryMarker(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := budget.Start(context.Background(), 5*time.Second)
+	defer cancel()
+
+	c, svc := serve(t, withServer(grpcbudget.UnaryServerInterceptor(), grpcbudget.StreamServerInterceptor()), withClient()...)
+	err, n := retried(ctx, func(ctx context.Context) error { return do(ctx, c, "gave-up") })
+	if n != 1 || svc.calls.Load() != 1 {
+		t.Errorf("gave up: %d attempts, the handler ran %d times; want 1 and 1", n, svc.calls.Load())
+	}
+	wantSent(t, "gave up", err, budget.Executed)
+	if !budget.GaveUp(err) {
+		t.Errorf("gave up: %v does not report GaveUp, so a server relaying it would not pass the marker on", err)
+	}
+	if status.Code(err) != codes.Unknown {
+		t.Errorf("gave up: code %v, want the handler's UNKNOWN", status.Code(err))
+	}
+
+	p := &wire.Policy{Min: time.Hour}
+	shed, svc2 := serve(t, withServer(grpcbudget.UnaryServerInterceptor(grpcbudget.WithPolicy(p)),
+		grpcbudget.StreamServerInterceptor(grpcbudget.WithPolicy(p))), withClient()...)
+	for _, kind := range []string{"unary", "stream"} {
+		err, n := retried(ctx, func(ctx context.Context) error {
+			if kind == "unary" {
+				return do(ctx, shed, "")
+			}
+			return stream(ctx, shed, 1)
+		})
+		if n != 1 {
+			t.Errorf("shed %s: %d attempts, want 1", kind, n)
+		}
+		wantSent(t, "shed "+kind, err, budget.ServerRefused)
+		if status.Code(err) != codes.DeadlineExceeded {
+			t.Errorf("shed %s: code %v, want DEADLINE_EXCEEDED", kind, status.Code(err))
+		}
+	}
+	if n := svc2.calls.Load(); n != 0 {
+		t.Errorf("shed calls reached the handler %d times", n)
+	}
 }

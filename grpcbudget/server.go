@@ -57,8 +57,11 @@ import (
 // refusals as [budget.EventRefuse] with [budget.OutcomeShed] or
 // [budget.OutcomeExpired]. A call refused on arrival (by the policy or the
 // method's op; not a malformed value) is answered with the trailer
-// "budget-no-retry: shed", which this package's client reads as
-// [budget.ServerRefused].
+// "budget-no-retry: shed", and a call whose handler gave up after its own
+// retries ([budget.GaveUp]) with "budget-no-retry: retried"
+// ([wire.HeaderBudgetNoRetry]): this package's client reads either as a
+// request not to retry ([budget.DoNotRetry]), so that retries happen at the
+// hop nearest the failure.
 //
 // With no options, the interceptor applies the zero [wire.Policy]: it trusts
 // grpc-timeout and the other default sources with no cap, runs calls that
@@ -124,7 +127,7 @@ func (s *server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 		if !ran {
 			return resp, refused(ctx, nil, toStatus(bctx, err))
 		}
-		return resp, toStatus(bctx, err)
+		return resp, gaveUp(ctx, nil, toStatus(bctx, err))
 	}
 	if err := s.finish(bctx, info.FullMethod); err != nil {
 		return nil, err
@@ -171,7 +174,7 @@ func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	if err == nil {
 		return s.finish(bctx, method)
 	}
-	return toStatus(bctx, err)
+	return gaveUp(nil, ss, toStatus(bctx, err))
 }
 
 // finish checks a handler that returned a nil error. When its budget had run
