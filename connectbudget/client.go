@@ -56,13 +56,16 @@ import (
 // header holds. Every error says how far the call got ([budget.SentOf]),
 // which [budget.Retry] and [budget.Hedge] read so as not to repeat a call
 // that may have run: [budget.NotSent] for a local refusal and a failure to
-// connect (a refused dial, a DNS failure), [budget.ServerRefused] for a
-// refusal on arrival by the server's interceptor (the "Budget-No-Retry:
-// shed" header), [budget.Executed] for any other error the server sent
-// ([connect.IsWireError]), and [budget.MaybeExecuted] otherwise (the
-// deadline, a lost connection, an answer connect-go could not read). An
-// error the HTTP client's transport already classified (httpbudget's
-// Transport) keeps its classification.
+// connect (a refused dial, a DNS failure), [budget.Executed] for an error
+// the server sent ([connect.IsWireError]), and [budget.MaybeExecuted]
+// otherwise (the deadline, a lost connection, an answer connect-go could
+// not read). An error the HTTP client's transport already classified
+// (httpbudget's Transport) keeps its classification. An error the server
+// sent with the Budget-No-Retry header ([wire.HeaderBudgetNoRetry], which
+// the server's interceptor sends) is [budget.DoNotRetry]'s:
+// [budget.ServerRefused] for "shed" (refused on arrival), [budget.Executed]
+// for "retried" or any other value; [budget.Retry] does not retry it, and a
+// handler that returns it gives up in turn.
 func NewClientInterceptor(opts ...ClientOption) connect.Interceptor {
 	cfg := clientConfig{minUseful: time.Millisecond}
 	for _, o := range opts {

@@ -20,8 +20,10 @@ import (
 //     admission), and a failure to connect (a refused or failed dial, a
 //     DNS failure: no byte of the request left) is [budget.NotSent];
 //   - an error the server sent ([connect.IsWireError]) carrying the
-//     "Budget-No-Retry: shed" header of a server's interceptor that refused
-//     the call on arrival is [budget.ServerRefused];
+//     Budget-No-Retry header ([wire.HeaderBudgetNoRetry]) is
+//     [budget.DoNotRetry]'s: [budget.ServerRefused] for "shed" (a server's
+//     interceptor refused the call on arrival), [budget.Executed] for
+//     "retried" or any other value;
 //   - any other error the server sent is [budget.Executed];
 //   - anything else (the deadline, a reset or closed connection, an answer
 //     connect-go could not read) is [budget.MaybeExecuted]: the interceptor
@@ -37,8 +39,12 @@ func classify(err error) error {
 	}
 	var ce *connect.Error
 	if errors.As(err, &ce) && connect.IsWireError(ce) {
-		if v := ce.Meta()[noRetryKey]; len(v) == 1 && v[0] == noRetryShed {
-			return budget.MarkSent(err, budget.ServerRefused)
+		if v := ce.Meta()[noRetryKey]; len(v) > 0 {
+			s := budget.Executed
+			if r, _, _ := wire.ParseBudgetNoRetry(v); r == wire.NoRetryShed {
+				s = budget.ServerRefused
+			}
+			return budget.DoNotRetry(err, s)
 		}
 		return budget.MarkSent(err, budget.Executed)
 	}
@@ -59,11 +65,8 @@ func isDialError(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &dns)
 }
 
-// The marker a server's interceptor sends with a refusal on arrival, so
-// that a client does not retry it.
-var noRetryKey = http.CanonicalHeaderKey("Budget-No-Retry")
-
-const noRetryShed = "shed"
+// noRetryKey is the canonical form of [wire.HeaderBudgetNoRetry].
+var noRetryKey = http.CanonicalHeaderKey(wire.HeaderBudgetNoRetry)
 
 // idempotencyKeyKey is the canonical form of [wire.HeaderIdempotencyKey].
 var idempotencyKeyKey = http.CanonicalHeaderKey(wire.HeaderIdempotencyKey)
@@ -89,7 +92,7 @@ func setIdempotencyKey(ctx context.Context, header http.Header) {
 // retry from the caller's side would spend the caller's budget on the same
 // answer.
 func shed(err *connect.Error) *connect.Error {
-	err.Meta()[noRetryKey] = []string{noRetryShed}
+	err.Meta()[noRetryKey] = []string{wire.NoRetryShed.String()}
 	return err
 }
 
@@ -100,4 +103,22 @@ func shedError(err error) error {
 		shed(ce)
 	}
 	return err
+}
+
+// gaveUp returns err, made by toConnect from a handler's error, with the
+// marker "Budget-No-Retry: retried" when the handler gave up after its own
+// retries ([budget.GaveUp]), so that the caller does not retry in turn:
+// retries happen at the hop nearest the failure. An error that came from
+// another server is wrapped first, since connect-go strips the metadata of
+// such errors before answering.
+func gaveUp(err error) error {
+	if !budget.GaveUp(err) {
+		return err
+	}
+	ce, ok := err.(*connect.Error)
+	if !ok || connect.IsWireError(ce) {
+		ce = connect.NewError(CodeOf(context.Background(), err), err)
+	}
+	ce.Meta()[noRetryKey] = []string{wire.NoRetryRetried.String()}
+	return ce
 }

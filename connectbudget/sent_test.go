@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -165,6 +166,72 @@ func TestClientSendsTheIdempotencyKey(t *testing.T) {
 		}
 		if _, h := svc.last(); h.Get(wire.HeaderIdempotencyKey) != want {
 			t.Errorf("a stream sent %q, want %q", h.Get(wire.HeaderIdempotencyKey), want)
+		}
+	})
+}
+
+// retried runs call under a Retry of three attempts that retries anything,
+// and returns its error and the number of attempts made.
+func retried(ctx context.Context, call func(ctx context.Context) error) (error, int) {
+	n := 0
+	err := (&budget.Retry{MaxAttempts: 3, Backoff: -1, Idempotent: true}).Do(ctx, &budget.Op{Name: "call"},
+		func(ctx context.Context) error {
+			n++
+			return call(ctx)
+		})
+	return err, n
+}
+
+// A server that shed the call on arrival, or whose handler gave up after
+// its own retries, sends Budget-No-Retry; the client marks the error so that
+// Retry makes no second attempt, and a server relaying it gives up in turn.
+// Before the change the client retried both three times, the handler
+// running three times.
+func TestClientObeysTheNoRetryMarker(t *testing.T) {
+	t.Parallel()
+	ctx := withTimeout(t, 5*time.Second)
+	var runs atomic.Int32
+	c := serveUnary(t, func(ctx context.Context) (string, error) {
+		runs.Add(1)
+		return "", (&budget.Retry{MaxAttempts: 2, Backoff: -1}).Do(ctx, &budget.Op{Name: "dependency"},
+			func(context.Context) error {
+				return connect.NewError(connect.CodeUnavailable, errors.New("dependency down"))
+			})
+	})
+	err, n := retried(ctx, func(ctx context.Context) error { _, err := unary(ctx, c, "hi"); return err })
+	if n != 1 || runs.Load() != 1 {
+		t.Errorf("gave up: %d attempts, the handler ran %d times; want 1 and 1", n, runs.Load())
+	}
+	wantSent(t, "gave up", err, budget.Executed)
+	if !budget.GaveUp(err) || connect.CodeOf(err) != connect.CodeUnavailable {
+		t.Errorf("gave up: %v: GaveUp %v, code %v; want true and unavailable", err, budget.GaveUp(err), connect.CodeOf(err))
+	}
+
+	// A middle hop relays the bottom's "retried" as its own.
+	middle := serveUnary(t, func(ctx context.Context) (string, error) { return unary(ctx, c, "hi") })
+	err, n = retried(ctx, func(ctx context.Context) error { _, err := unary(ctx, middle, "hi"); return err })
+	if n != 1 || runs.Load() != 2 {
+		t.Errorf("relayed: %d attempts, the bottom ran %d times in all; want 1 and 2", n, runs.Load())
+	}
+	if !budget.GaveUp(err) {
+		t.Errorf("relayed: %v does not report GaveUp", err)
+	}
+
+	each(t, func(t *testing.T, tr transport, p protocol) {
+		svc := new(service)
+		url, hc := serve(t, tr, svc, connect.WithInterceptors(
+			connectbudget.NewServerInterceptor(connectbudget.WithPolicy(&wire.Policy{Min: time.Hour}))))
+		ic := connect.WithInterceptors(connectbudget.NewClientInterceptor())
+		err, n := retried(ctx, func(ctx context.Context) error {
+			_, err := unary(ctx, unaryClient(hc, url, p.opt, ic), "hi")
+			return err
+		})
+		if n != 1 {
+			t.Errorf("shed: %d attempts, want 1", n)
+		}
+		wantSent(t, "shed", err, budget.ServerRefused)
+		if connect.CodeOf(err) != connect.CodeDeadlineExceeded {
+			t.Errorf("shed: code %v, want deadline_exceeded", connect.CodeOf(err))
 		}
 	})
 }

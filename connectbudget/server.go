@@ -70,8 +70,11 @@ import (
 // them a stream runs under one deadline, the whole call's.
 //
 // A call refused on arrival (by the policy or the procedure's op; not a
-// malformed value) is answered with the header "Budget-No-Retry: shed",
-// which this package's client reads as [budget.ServerRefused].
+// malformed value) is answered with the header "Budget-No-Retry: shed", and
+// a call whose handler gave up after its own retries ([budget.GaveUp]) with
+// "Budget-No-Retry: retried" ([wire.HeaderBudgetNoRetry]): this package's
+// client reads either as a request not to retry ([budget.DoNotRetry]), so
+// that retries happen at the hop nearest the failure.
 //
 // An invalid policy makes the constructor panic at setup (see
 // [WithPolicy]).
@@ -120,7 +123,7 @@ func (s *server) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 			if !ran { // the op refused it on arrival
 				return resp, shedError(toConnect(bctx, err))
 			}
-			return resp, toConnect(bctx, err)
+			return resp, gaveUp(toConnect(bctx, err))
 		}
 		if err := s.finish(bctx, procedure); err != nil {
 			return nil, err
@@ -183,7 +186,7 @@ func (s *server) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect
 		if err == nil {
 			return s.finish(bctx, procedure)
 		}
-		return toConnect(bctx, err)
+		return gaveUp(toConnect(bctx, err))
 	}
 }
 
