@@ -2,12 +2,10 @@ package connectbudget
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
@@ -22,14 +20,6 @@ import (
 // HeaderIdempotentReplayed is set to "true" on an answer the interceptor of
 // [NewIdempotentInterceptor] replays, as httpbudget's Idempotent sets it.
 const HeaderIdempotentReplayed = "Idempotent-Replayed"
-
-// maxIdempotentAnswer bounds the marshalled reply the interceptor keeps to
-// replay: 1 MiB, as httpbudget's Idempotent.
-const maxIdempotentAnswer = 1 << 20
-
-// maxDuplicateWait bounds the wait of a repeat for a first call that still
-// runs, when the repeat has no deadline of its own.
-const maxDuplicateWait = 10 * time.Second
 
 // Reserved keys of a stored record's Header: the reply's message type, the
 // error's details, and the prefix of trailer keys. None can be an HTTP
@@ -112,7 +102,7 @@ func (s *idempotent) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		}
 		var resp connect.AnyResponse
 		var herr error
-		rec, res, err := idempotency.Once(ctx, s.store, key, fp, maxDuplicateWait, func(ctx context.Context) idempotency.Record {
+		rec, res, err := idempotency.Once(ctx, s.store, key, fp, idempotency.MaxWait, func(ctx context.Context) idempotency.Record {
 			resp, herr = next(ctx, req)
 			return record(resp, herr)
 		})
@@ -135,8 +125,9 @@ func (s *idempotent) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	}
 }
 
-// callFingerprint returns the SHA-256 of procedure and msg marshalled
-// deterministically, or Internal when msg is not a protocol buffer message.
+// callFingerprint returns the fingerprint ([idempotency.Fingerprint]) of
+// procedure and msg marshalled deterministically, or Internal when msg is
+// not a protocol buffer message.
 func callFingerprint(procedure string, msg any) ([32]byte, error) {
 	m, ok := msg.(proto.Message)
 	if !ok {
@@ -146,13 +137,7 @@ func callFingerprint(procedure string, msg any) ([32]byte, error) {
 	if err != nil {
 		return [32]byte{}, connect.NewError(connect.CodeInternal, errors.New("connectbudget: marshalling the request to fingerprint it: "+err.Error()))
 	}
-	d := sha256.New()
-	d.Write([]byte(procedure))
-	d.Write([]byte{0})
-	d.Write(b)
-	var fp [32]byte
-	d.Sum(fp[:0])
-	return fp, nil
+	return idempotency.Fingerprint([]byte(procedure), b), nil
 }
 
 // record returns the record of a handler's answer: the reply marshalled
@@ -191,7 +176,7 @@ func record(resp connect.AnyResponse, herr error) idempotency.Record {
 	}
 	h[recordType] = []string{string(m.ProtoReflect().Descriptor().FullName())}
 	b, err := proto.Marshal(m)
-	return idempotency.Record{Header: h, Body: b, Replayable: err == nil && len(b) <= maxIdempotentAnswer}
+	return idempotency.Record{Header: h, Body: b, Replayable: err == nil && len(b) <= idempotency.MaxAnswer}
 }
 
 // replay answers with rec, a key's first answer, marked replayed.

@@ -21,7 +21,7 @@ import (
 )
 
 // idemServer serves f as the unary procedure behind the budget interceptor
-// (keeping 30 ms to answer, so that a repeat's refusal reaches its caller
+// (keeping 100 ms to answer, so that a repeat's refusal reaches its caller
 // before the caller's deadline on a busy machine) and the idempotency
 // interceptor on store, and counts the calls f runs.
 type idemServer struct {
@@ -38,7 +38,7 @@ func serveIdempotent(t *testing.T, store idempotency.Store, f func(ctx context.C
 		s.runs.Add(1)
 		return f(ctx, r.Msg.GetValue())
 	}, connect.WithInterceptors(
-		connectbudget.NewServerInterceptor(connectbudget.WithPolicy(&wire.Policy{AnswerMargin: 30 * ms})),
+		connectbudget.NewServerInterceptor(connectbudget.WithPolicy(&wire.Policy{AnswerMargin: 100 * ms})),
 		connectbudget.NewIdempotentInterceptor(store))))
 	srv := httptest.NewUnstartedServer(mux)
 	srv.Config.Protocols = new(http.Protocols)
@@ -140,7 +140,8 @@ func TestIdempotentRefusesAChangedRequest(t *testing.T) {
 // A duplicate that arrives while the first call runs waits for its answer;
 // one whose budget cannot cover the wait gets Aborted.
 func TestIdempotentConcurrentDuplicate(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the refusal must reach the caller within its budget, which
+	// 200 concurrent calls of another test on two cores could starve.
 	release := make(chan struct{})
 	s := serveIdempotent(t, new(idempotency.MemoryStore), func(ctx context.Context, body string) (*connect.Response[str], error) {
 		<-release
@@ -153,7 +154,7 @@ func TestIdempotentConcurrentDuplicate(t *testing.T) {
 	for s.runs.Load() == 0 {
 		time.Sleep(ms)
 	}
-	short, cancel := budget.Start(ctx, 100*ms) // the same key, a shorter budget
+	short, cancel := budget.Start(ctx, 300*ms) // the same key, a shorter budget
 	defer cancel()
 	if _, err := c.CallUnary(short, connect.NewRequest(&str{Value: "a"})); connect.CodeOf(err) != connect.CodeAborted {
 		t.Errorf("a duplicate out of budget: %v, want aborted", err)

@@ -2,10 +2,8 @@ package grpcbudget
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"sync"
-	"time"
 
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
@@ -24,14 +22,6 @@ import (
 // answer [IdempotentUnaryServerInterceptor] replays: "idempotent-replayed",
 // httpbudget's Idempotent-Replayed header in lower case.
 const IdempotentReplayedKey = "idempotent-replayed"
-
-// maxIdempotentAnswer bounds the marshalled reply the interceptor keeps to
-// replay: 1 MiB, as httpbudget's Idempotent.
-const maxIdempotentAnswer = 1 << 20
-
-// maxDuplicateWait bounds the wait of a repeat for a first call that still
-// runs, when the repeat has no deadline of its own.
-const maxDuplicateWait = 10 * time.Second
 
 // Reserved keys of a stored record's Header: the reply's message type, and
 // the prefix of trailer keys. Neither can be a metadata key, which holds no
@@ -103,7 +93,7 @@ func (s *idempotent) unary(ctx context.Context, req any, info *grpc.UnaryServerI
 	}
 	var resp any
 	var herr error
-	rec, res, err := idempotency.Once(ctx, s.store, key, fp, maxDuplicateWait, func(ctx context.Context) idempotency.Record {
+	rec, res, err := idempotency.Once(ctx, s.store, key, fp, idempotency.MaxWait, func(ctx context.Context) idempotency.Record {
 		rs := &recordingStream{ServerTransportStream: grpc.ServerTransportStreamFromContext(ctx)}
 		if rs.ServerTransportStream != nil {
 			ctx = grpc.NewContextWithServerTransportStream(ctx, rs)
@@ -130,8 +120,9 @@ func (s *idempotent) unary(ctx context.Context, req any, info *grpc.UnaryServerI
 	return nil, status.Error(codes.Unavailable, msg)
 }
 
-// callFingerprint returns the SHA-256 of method and req marshalled
-// deterministically, or INTERNAL when req is not a protocol buffer message.
+// callFingerprint returns the fingerprint ([idempotency.Fingerprint]) of
+// method and req marshalled deterministically, or INTERNAL when req is not
+// a protocol buffer message.
 func callFingerprint(method string, req any) ([32]byte, error) {
 	m, ok := req.(proto.Message)
 	if !ok {
@@ -141,13 +132,7 @@ func callFingerprint(method string, req any) ([32]byte, error) {
 	if err != nil {
 		return [32]byte{}, status.Error(codes.Internal, "grpcbudget: marshalling the request to fingerprint it: "+err.Error())
 	}
-	d := sha256.New()
-	d.Write([]byte(method))
-	d.Write([]byte{0})
-	d.Write(b)
-	var fp [32]byte
-	d.Sum(fp[:0])
-	return fp, nil
+	return idempotency.Fingerprint([]byte(method), b), nil
 }
 
 // recordingStream passes the metadata a handler sets through to the call,
@@ -205,7 +190,7 @@ func (r *recordingStream) record(resp any, herr error) idempotency.Record {
 	} else {
 		return rec // not a message: not replayable
 	}
-	rec.Replayable = err == nil && len(b) <= maxIdempotentAnswer
+	rec.Replayable = err == nil && len(b) <= idempotency.MaxAnswer
 	rec.Body = b
 	return rec
 }

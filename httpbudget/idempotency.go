@@ -10,24 +10,20 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/timebudget/budget/idempotency"
 	"github.com/timebudget/budget/wire"
 )
 
 // MaxIdempotentAnswer bounds the body of an answer [Idempotent] keeps to
-// replay, and the body of a keyed request it reads to fingerprint: 1 MiB.
-const MaxIdempotentAnswer = 1 << 20
+// replay, and the body of a keyed request it reads to fingerprint: 1 MiB,
+// [idempotency.MaxAnswer].
+const MaxIdempotentAnswer = idempotency.MaxAnswer
 
 // HeaderIdempotentReplayed is set to "true" on an answer [Idempotent]
 // replays, so that a caller (and whoever reads its logs) can tell a
 // repeated request from a first one.
 const HeaderIdempotentReplayed = "Idempotent-Replayed"
-
-// maxDuplicateWait bounds the wait of a repeat for a first request that
-// still runs, when the repeat has no deadline of its own.
-const maxDuplicateWait = 10 * time.Second
 
 // Idempotent returns a handler that runs next at most once per idempotency
 // key: a request carrying an Idempotency-Key header it has seen before gets
@@ -91,7 +87,7 @@ func (h *idempotent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec, res, err := idempotency.Once(r.Context(), h.store, key, fp, maxDuplicateWait, func(context.Context) idempotency.Record {
+	rec, res, err := idempotency.Once(r.Context(), h.store, key, fp, idempotency.MaxWait, func(context.Context) idempotency.Record {
 		return h.first(w, r)
 	})
 	switch res {

@@ -2,9 +2,38 @@ package idempotency
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"time"
 )
+
+// MaxAnswer is the largest answer body (or marshalled reply) the protocol
+// middleware keeps to replay, 1 MiB: a larger answer is stored with
+// Replayable false, and repeats of its key are refused.
+const MaxAnswer = 1 << 20
+
+// MaxWait is the longest a repeat waits for its key's first request when
+// it has no deadline of its own, as the protocol middleware passes it to
+// [Once].
+const MaxWait = 10 * time.Second
+
+// Fingerprint returns the SHA-256 of parts, each preceded by its length, so
+// that no two different lists of parts (such as a method name and a
+// marshalled message) share a fingerprint by moving bytes from one part to
+// the next. It is what the gRPC and Connect middleware bind a key to.
+func Fingerprint(parts ...[]byte) [32]byte {
+	d := sha256.New()
+	var n [8]byte
+	for _, p := range parts {
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		d.Write(n[:])
+		d.Write(p)
+	}
+	var fp [32]byte
+	d.Sum(fp[:0])
+	return fp
+}
 
 // Result says how [Once] answered a request carrying an idempotency key.
 type Result uint8

@@ -166,3 +166,22 @@ func ExampleOnce() {
 	// replayed 201 charged 10 <nil>
 	// mismatch 0  <nil>
 }
+
+// Fingerprint tells lists of parts apart even when their bytes run the same.
+func TestFingerprint(t *testing.T) {
+	t.Parallel()
+	a := idempotency.Fingerprint([]byte("/svc/M"), []byte("body"))
+	if a != idempotency.Fingerprint([]byte("/svc/M"), []byte("body")) {
+		t.Fatal("the same parts give two fingerprints")
+	}
+	for _, other := range [][][]byte{
+		{[]byte("/svc/Mb"), []byte("ody")},
+		{[]byte("/svc/M"), []byte("body"), nil},
+		{[]byte("/svc/Mbody")},
+		{[]byte("/svc/M"), []byte("bodY")},
+	} {
+		if idempotency.Fingerprint(other...) == a {
+			t.Errorf("%q shares the fingerprint of [/svc/M body]", other)
+		}
+	}
+}
