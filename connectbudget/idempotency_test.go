@@ -290,3 +290,40 @@ func TestIdempotentNilStorePanicsAtSetup(t *testing.T) {
 	}()
 	connectbudget.NewIdempotentInterceptor(nil)
 }
+
+// A call without a key costs the idempotency interceptor no allocation:
+// it reads one header and calls the handler.
+func TestIdempotentWithoutKeyAllocatesNothing(t *testing.T) {
+	u := connectbudget.NewIdempotentInterceptor(failingStore{}).WrapUnary(bareUnary)
+	req := connect.NewRequest(&str{Value: "a"})
+	if n := testing.AllocsPerRun(500, func() { _, _ = u(context.Background(), req) }); n != 0 {
+		t.Fatalf("a call without a key: %v allocations, want 0", n)
+	}
+}
+
+// BenchmarkIdempotentUnary is the interceptor on a memory store against the
+// handler alone: a call without a key, and the replay of a finished key.
+func BenchmarkIdempotentUnary(b *testing.B) {
+	handler := func(context.Context, connect.AnyRequest) (connect.AnyResponse, error) {
+		return connect.NewResponse(&str{Value: "ok"}), nil
+	}
+	u := connectbudget.NewIdempotentInterceptor(new(idempotency.MemoryStore)).WrapUnary(handler)
+	plain := connect.NewRequest(&str{Value: "charge 10"})
+	keyed := connect.NewRequest(&str{Value: "charge 10"})
+	keyed.Header().Set(wire.HeaderIdempotencyKey, "k")
+	for _, bc := range []struct {
+		name string
+		f    connect.UnaryFunc
+		req  connect.AnyRequest
+	}{{"handler alone", handler, plain}, {"without a key", u, plain}, {"replay", u, keyed}} {
+		b.Run(bc.name, func(b *testing.B) {
+			_, _ = bc.f(context.Background(), bc.req)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := bc.f(context.Background(), bc.req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

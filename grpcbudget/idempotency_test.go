@@ -238,3 +238,45 @@ func TestIdempotentNilStorePanicsAtSetup(t *testing.T) {
 	}()
 	grpcbudget.IdempotentUnaryServerInterceptor(nil)
 }
+
+// A call without a key costs the idempotency interceptor no allocation:
+// it reads one metadata key and calls the handler.
+func TestIdempotentWithoutKeyAllocatesNothing(t *testing.T) {
+	intercept := grpcbudget.IdempotentUnaryServerInterceptor(failingStore{})
+	ctx := metadata.NewIncomingContext(context.Background(), metadata.MD{"other": {"x"}})
+	req := &grpc_testing.SimpleRequest{}
+	if n := testing.AllocsPerRun(500, func() { _, _ = intercept(ctx, req, &grpcUnaryInfo, bare) }); n != 0 {
+		t.Fatalf("a call without a key: %v allocations, want 0", n)
+	}
+}
+
+// BenchmarkIdempotentUnary is the interceptor on a memory store against the
+// handler alone: a call without a key, and the replay of a finished key.
+func BenchmarkIdempotentUnary(b *testing.B) {
+	intercept := grpcbudget.IdempotentUnaryServerInterceptor(new(idempotency.MemoryStore))
+	req := &grpc_testing.SimpleRequest{Payload: &grpc_testing.Payload{Body: []byte("charge 10")}}
+	handler := func(context.Context, any) (any, error) { return &grpc_testing.SimpleResponse{Username: "ok"}, nil }
+	b.Run("handler alone", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = handler(context.Background(), req)
+		}
+	})
+	b.Run("without a key", func(b *testing.B) {
+		ctx := metadata.NewIncomingContext(context.Background(), metadata.MD{})
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = intercept(ctx, req, &grpcUnaryInfo, handler)
+		}
+	})
+	b.Run("replay", func(b *testing.B) {
+		ctx := metadata.NewIncomingContext(context.Background(), metadata.MD{grpcbudget.IdempotencyKeyKey: {"k"}})
+		_, _ = intercept(ctx, req, &grpcUnaryInfo, handler)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := intercept(ctx, req, &grpcUnaryInfo, handler); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
