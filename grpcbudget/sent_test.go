@@ -189,6 +189,21 @@ func TestClientObeysTheNoRetryMarker(t *testing.T) {
 	if status.Code(err) != codes.Unknown {
 		t.Errorf("gave up: code %v, want the handler's UNKNOWN", status.Code(err))
 	}
+	err, n = retried(ctx, func(ctx context.Context) error {
+		st, err := c.StreamingOutputCall(ctx, &grpc_testing.StreamingOutputCallRequest{Payload: &grpc_testing.Payload{Body: []byte("gave-up")}})
+		if err != nil {
+			return err
+		}
+		_, err = st.Recv()
+		return err
+	})
+	if n != 1 || svc.calls.Load() != 2 {
+		t.Errorf("a stream that gave up: %d attempts, the handler ran %d times in all; want 1 and 2", n, svc.calls.Load())
+	}
+	wantSent(t, "a stream that gave up", err, budget.Executed)
+	if !budget.GaveUp(err) {
+		t.Errorf("a stream that gave up: %v does not report GaveUp", err)
+	}
 
 	p := &wire.Policy{Min: time.Hour}
 	shed, svc2 := serve(t, withServer(grpcbudget.UnaryServerInterceptor(grpcbudget.WithPolicy(p)),

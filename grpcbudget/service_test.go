@@ -113,6 +113,11 @@ func (s *testService) UnaryCall(ctx context.Context, req *grpc_testing.SimpleReq
 func (s *testService) StreamingOutputCall(req *grpc_testing.StreamingOutputCallRequest, ss grpc_testing.TestService_StreamingOutputCallServer) error {
 	s.record(ss.Context())
 	defer s.stop()
+	if string(req.GetPayload().GetBody()) == "gave-up" {
+		// Two attempts at a dependency that fails: the handler gives up.
+		return (&budget.Retry{MaxAttempts: 2, Backoff: -1}).Do(ss.Context(), &budget.Op{Name: "dependency"},
+			func(context.Context) error { return errors.New("dependency down") })
+	}
 	for range req.GetResponseParameters() {
 		if err := ss.Send(&grpc_testing.StreamingOutputCallResponse{}); err != nil {
 			return err
