@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -234,4 +235,34 @@ func TestClientObeysTheNoRetryMarker(t *testing.T) {
 			t.Errorf("shed: code %v, want deadline_exceeded", connect.CodeOf(err))
 		}
 	})
+}
+
+// A stream whose handler gave up after its own retries says so too, and
+// its client does not retry it.
+func TestClientObeysTheNoRetryMarkerOnStreams(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int32
+	mux := http.NewServeMux()
+	mux.Handle(serverProc, connect.NewServerStreamHandler(serverProc, func(ctx context.Context, _ *connect.Request[str], _ *connect.ServerStream[str]) error {
+		runs.Add(1)
+		return (&budget.Retry{MaxAttempts: 2, Backoff: -1}).Do(ctx, &budget.Op{Name: "dependency"},
+			func(context.Context) error { return errors.New("dependency down") })
+	}, connect.WithInterceptors(connectbudget.NewServerInterceptor())))
+	srv := httptest.NewServer(mux)
+	hc := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(func() {
+		hc.CloseIdleConnections()
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	err, n := retried(withTimeout(t, 5*time.Second), func(ctx context.Context) error {
+		return receiveOne(ctx, hc, srv.URL, connect.WithInterceptors(connectbudget.NewClientInterceptor()))
+	})
+	if n != 1 || runs.Load() != 1 {
+		t.Errorf("a stream that gave up: %d attempts, the handler ran %d times; want 1 and 1", n, runs.Load())
+	}
+	wantSent(t, "a stream that gave up", err, budget.Executed)
+	if !budget.GaveUp(err) {
+		t.Errorf("a stream that gave up: %v does not report GaveUp", err)
+	}
 }
