@@ -26,5 +26,5 @@
 //	default:         // the first request still runs: wait (poll Get) or refuse
 //	}
 //
-// The package depends only on the standard library.
+// The package depends only on the standard library and package budget.
 package idempotency

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"time"
+
+	"github.com/timebudget/budget"
 )
 
 // MaxAnswer is the largest answer body (or marshalled reply) the protocol
@@ -99,9 +101,13 @@ func (r Result) String() string {
 // fingerprint returns [Mismatch]; a first request that still runs is
 // waited for (polling Get, from 1 ms up to 50 ms apart) within ctx's budget
 // or maxWait, then [Busy] if it did not end; a done record returns
-// [Replayed] with it, or [NotReplayable]. A store error, at any step,
-// returns [StoreDown] with the error; it is the only case with a non-nil
-// error, and so is a nil store or work.
+// [Replayed] with it, or [NotReplayable]. A read made while waiting that
+// fails for want of the request's budget (an error matching
+// context.DeadlineExceeded or [budget.ErrInsufficient], as a store that
+// pushes the budget down to its database returns) is the budget running
+// out: [Busy]. Any other store error, at any step, returns [StoreDown] with
+// the error; it is the only case with a non-nil error, and so is a nil
+// store or work.
 func Once(ctx context.Context, store Store, key string, fp [32]byte, maxWait time.Duration,
 	work func(ctx context.Context) Record) (Record, Result, error) {
 	if store == nil || work == nil {
@@ -180,8 +186,20 @@ func wait(ctx context.Context, store Store, key string, maxWait time.Duration) (
 		}
 		pause = min(2*pause, 50*time.Millisecond)
 		rec, ok, err := store.Get(ctx, key)
+		if outOfTime(err) {
+			// The store refused or stopped the read for want of the
+			// request's budget (a database store pushes it down): that is
+			// the budget running out, not the store being down.
+			return Record{}, false, nil
+		}
 		if err != nil || !ok || rec.Done {
 			return rec, ok, err
 		}
 	}
+}
+
+// outOfTime reports whether err says a store call ran out of the caller's
+// budget: it matches context.DeadlineExceeded or [budget.ErrInsufficient].
+func outOfTime(err error) bool {
+	return err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, budget.ErrInsufficient))
 }

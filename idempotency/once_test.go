@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/idempotency"
 )
 
@@ -183,5 +184,28 @@ func TestFingerprint(t *testing.T) {
 		if idempotency.Fingerprint(other...) == a {
 			t.Errorf("%q shares the fingerprint of [/svc/M body]", other)
 		}
+	}
+}
+
+// outOfTimeStore is a memory store whose reads fail as a database store's
+// do when the caller's budget cannot cover them.
+type outOfTimeStore struct{ idempotency.MemoryStore }
+
+func (s *outOfTimeStore) Get(context.Context, string) (idempotency.Record, bool, error) {
+	return idempotency.Record{}, false, fmt.Errorf("select: %w", budget.ErrInsufficient)
+}
+
+// A read made while waiting that fails for want of the request's budget is
+// the budget running out (Busy, try again), not the store being down.
+func TestOnceOutOfTimeWhileWaitingIsBusy(t *testing.T) {
+	t.Parallel()
+	store := new(outOfTimeStore)
+	fp := sha256.Sum256([]byte("a"))
+	if _, mine, err := store.Reserve(context.Background(), "k", fp); !mine || err != nil {
+		t.Fatal(mine, err)
+	}
+	_, res, err := idempotency.Once(context.Background(), store, "k", fp, time.Second, answer("x"))
+	if res != idempotency.Busy || err != nil {
+		t.Fatalf("a read out of time: %v %v, want busy", res, err)
 	}
 }
