@@ -48,7 +48,11 @@ const HeaderIdempotentReplayed = "Idempotent-Replayed"
 // The store fails closed: when it cannot reserve or read a key (an error,
 // or [idempotency.ErrStoreFull]), the request gets 503 Service Unavailable
 // with Retry-After: 1 and next does not run, since running it could repeat
-// work the store would have stopped. An answer too large to keep (over
+// work the store would have stopped. A read made while waiting that fails
+// for want of the repeat's budget (an error matching
+// context.DeadlineExceeded or [budget.ErrInsufficient], as a database store
+// that pushes the budget down returns) is the budget running out: 409, as
+// above. An answer too large to keep (over
 // [MaxIdempotentAnswer]) or sent over a hijacked connection is not
 // replayed: repeats get 409. When next panics, the key is forgotten, so
 // that a repeat runs next again, and the panic goes on. When the store

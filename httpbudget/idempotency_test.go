@@ -15,6 +15,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/httpbudget"
 	"github.com/timebudget/budget/idempotency"
 	"github.com/timebudget/budget/wire"
@@ -339,6 +340,45 @@ func TestIdempotentRepeatOutOfBudgetGets409(t *testing.T) {
 		h.ServeHTTP(w, r)
 		if w.Code != http.StatusConflict || w.Header().Get(wire.HeaderBudgetExpired) != "" {
 			t.Errorf("%d %v %q, want 409 without Budget-Expired", w.Code, w.Header(), w.Body)
+		}
+		time.Sleep(2 * time.Second) // the first request ends
+		synctest.Wait()
+		if c.runs.Load() != 1 {
+			t.Fatalf("%d runs", c.runs.Load())
+		}
+	})
+}
+
+// budgetGetStore is a store that pushes the caller's budget down, as a
+// database store does: a Get with under 30 ms left is refused with an
+// error matching budget.ErrInsufficient.
+type budgetGetStore struct {
+	idempotency.MemoryStore
+}
+
+func (s *budgetGetStore) Get(ctx context.Context, key string) (idempotency.Record, bool, error) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < 30*time.Millisecond {
+		return idempotency.Record{}, false, fmt.Errorf("store: %w: too little time left for a statement", budget.ErrInsufficient)
+	}
+	return s.MemoryStore.Get(ctx, key)
+}
+
+// A repeat whose read of the store is refused for want of its own budget
+// gets 409 (the budget ran out: try again), not 503 (the store is down).
+// Before, a store that pushes budgets down turned every repeat whose wait
+// outlasted its budget into a 503.
+func TestIdempotentRepeatStoreOutOfBudgetGets409(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := &charge{work: time.Second}
+		h := httpbudget.Idempotent(&budgetGetStore{}, c)
+		go call(context.Background(), h, "k", "/pay", "5")
+		time.Sleep(time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		w := call(ctx, h, "k", "/pay", "5")
+		if w.Code != http.StatusConflict || w.Header().Get("Retry-After") != "1" {
+			t.Errorf("%d %q, want 409 with Retry-After", w.Code, w.Body)
 		}
 		time.Sleep(2 * time.Second) // the first request ends
 		synctest.Wait()

@@ -135,4 +135,12 @@
 // statements that refuse to run in a transaction block (CREATE INDEX
 // CONCURRENTLY, VACUUM, CREATE DATABASE) fail through [Pool]. Run them through
 // [Pool.Pool] with a context deadline instead.
+//
+// # An idempotency store
+//
+// [IdempotencyStore] keeps idempotency keys and first answers in a table,
+// for the idempotency middleware (httpbudget's Idempotent) of every replica
+// sharing the database: one statement reserves a key, so exactly one
+// request of any number, on any replica, runs the work. Its type
+// documentation gives the table's DDL.
 package pgxbudget
