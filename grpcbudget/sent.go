@@ -24,9 +24,10 @@ import (
 //     dial or a connection in TRANSIENT_FAILURE, or the deadline while
 //     waiting for one), is [budget.NotSent]; so is a stream that grpc-go
 //     failed to open;
-//   - an answer carrying the "budget-no-retry: shed" trailer of a server's
-//     interceptor that refused the call on arrival is
-//     [budget.ServerRefused];
+//   - an answer carrying the budget-no-retry trailer is [budget.DoNotRetry]'s
+//     error: [budget.ServerRefused] for "shed" (a server's interceptor
+//     refused the call on arrival), [budget.Executed] for "retried" or any
+//     other value;
 //   - a status the server sent is [budget.Executed]: a trailers-only answer
 //     (the usual shape of an error returned before any message), trailers
 //     with metadata, or any code other than UNAVAILABLE, INTERNAL,
