@@ -47,4 +47,23 @@
 // any request: when it agrees with the relative values within the skew
 // threshold. Messages with no usable budget get the policy's Default, or
 // Max, or none.
+//
+// # Retries and duplicates
+//
+// [Publish] classifies its errors ([budget.SentOf]) so that a [budget.Retry]
+// around it does not publish twice a message that may have left, and sends
+// the idempotency key of its context ([budget.WithIdempotencyKey]) as the
+// message id, the same on every attempt, so that a consumer can recognise a
+// message published twice (by a retry after an uncertain publish, or by
+// publisher confirms lost with their connection) and handle it once.
+//
+// The no-retry rule of the other adapters (a server that shed a request, or
+// gave up after its own retries, says Budget-No-Retry, and its caller does
+// not retry) needs no marker here: a [Consumer] never requeues a message
+// whose handler failed (it rejects it, for the dead-letter exchange), so it
+// makes no retries of its own, and a handler that gave up ([budget.GaveUp])
+// ends the message there. Only a shutdown returns messages to the queue,
+// unhandled or interrupted by the shutdown itself. A publish has no answer
+// to carry the marker back: the queue decouples the publisher from the
+// consumer's outcome.
 package amqpbudget

@@ -49,6 +49,23 @@ import (
 //
 // Streams also get the per-message budget of [WithMessageBudget] and the
 // idle timeout of [WithIdleTimeout].
+//
+// Every call carries the idempotency key of its context
+// ([budget.WithIdempotencyKey]) as the Idempotency-Key header, the same on
+// every attempt and hedge; the context's key replaces one the request's
+// header holds. Every error says how far the call got ([budget.SentOf]),
+// which [budget.Retry] and [budget.Hedge] read so as not to repeat a call
+// that may have run: [budget.NotSent] for a local refusal and a failure to
+// connect (a refused dial, a DNS failure), [budget.Executed] for an error
+// the server sent ([connect.IsWireError]), and [budget.MaybeExecuted]
+// otherwise (the deadline, a lost connection, an answer connect-go could
+// not read). An error the HTTP client's transport already classified
+// (httpbudget's Transport) keeps its classification. An error the server
+// sent with the Budget-No-Retry header ([wire.HeaderBudgetNoRetry], which
+// the server's interceptor sends) is [budget.DoNotRetry]'s:
+// [budget.ServerRefused] for "shed" (refused on arrival), [budget.Executed]
+// for "retried" or any other value; [budget.Retry] does not retry it, and a
+// handler that returns it gives up in turn.
 func NewClientInterceptor(opts ...ClientOption) connect.Interceptor {
 	cfg := clientConfig{minUseful: time.Millisecond}
 	for _, o := range opts {
@@ -75,14 +92,16 @@ func (c *client) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		}
 		procedure := req.Spec().Procedure
 		var resp connect.AnyResponse
+		sent := false // next ran: the request may have left
 		call := func(actx context.Context) error {
 			octx, cancel, err := c.outgoing(actx, procedure, req.Header())
 			if err != nil {
-				return err
+				return budget.MarkSent(err, budget.NotSent)
 			}
 			var cerr error
+			sent = true
 			resp, cerr = next(octx, req)
-			err = c.result(octx, cerr)
+			err = c.result(octx, classify(cerr))
 			if cancel != nil {
 				cancel()
 			}
@@ -95,6 +114,9 @@ func (c *client) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 			err = call(ctx)
 		}
 		if err != nil {
+			if !sent {
+				err = budget.MarkSent(err, budget.NotSent) // refused before any attempt
+			}
 			return resp, c.result(ctx, err)
 		}
 		return resp, nil
@@ -112,13 +134,13 @@ func (c *client) WrapStreamingClient(next connect.StreamingClientFunc) connect.S
 		if op := c.op(procedure); op != nil && ctx.Err() == nil {
 			if dec := op.Admit(ctx); !dec.Admit {
 				err := budget.Refuse(ctx, op.Name, time.Now(), dec.Available, dec.Needed)
-				return &errConn{spec: spec, err: c.result(ctx, err)}
+				return &errConn{spec: spec, err: budget.MarkSent(c.result(ctx, err), budget.NotSent)}
 			}
 		}
 		header := make(http.Header, 3)
 		octx, cancel, err := c.outgoing(ctx, procedure, header)
 		if err != nil {
-			return &errConn{spec: spec, err: c.result(ctx, err)}
+			return &errConn{spec: spec, err: budget.MarkSent(c.result(ctx, err), budget.NotSent)}
 		}
 		if v, ok := wire.FormatRequestMessageTimeout(c.cfg.message); ok {
 			header.Set(HeaderMessageTimeout, v)
@@ -136,12 +158,7 @@ func (c *client) WrapStreamingClient(next connect.StreamingClientFunc) connect.S
 			conn.RequestHeader()[k] = v
 		}
 		sc.StreamingClientConn = conn
-		if sc.cancel == nil && sc.watch == nil {
-			if _, ok := ctx.Deadline(); !ok {
-				return conn // no deadline and no stream timeouts: nothing to do
-			}
-		}
-		return sc
+		return sc // even without a deadline, to classify its errors
 	}
 }
 
@@ -149,6 +166,7 @@ func (c *client) WrapStreamingClient(next connect.StreamingClientFunc) connect.S
 // (the transit allowance taken off its deadline) and header. cancel is nil
 // when the context was not derived.
 func (c *client) outgoing(ctx context.Context, procedure string, header http.Header) (context.Context, context.CancelFunc, error) {
+	setIdempotencyKey(ctx, header)
 	if v, ok := edge.CriticalityValue(ctx); ok {
 		// The class goes with or without a deadline: no protocol header
 		// of Connect's or gRPC's carries it.
@@ -291,9 +309,9 @@ func (s *clientConn) Send(msg any) error {
 		return err
 	}
 	if e := s.overran(err, "Send"); e != nil {
-		return e
+		return budget.MarkSent(e, budget.MaybeExecuted)
 	}
-	return s.c.result(s.ctx, err)
+	return s.c.result(s.ctx, classify(err))
 }
 
 // CloseRequest closes the send side: from then on every Receive awaits the
@@ -324,9 +342,9 @@ func (s *clientConn) Receive(msg any) error {
 		return err
 	}
 	if e := s.overran(err, "Receive"); e != nil {
-		return e
+		return budget.MarkSent(e, budget.MaybeExecuted)
 	}
-	return s.c.result(s.ctx, err)
+	return s.c.result(s.ctx, classify(err))
 }
 
 // CloseResponse closes the response and releases the stream's contexts.

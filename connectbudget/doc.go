@@ -58,6 +58,21 @@
 // strict policy InvalidArgument, and a Canceled that comes after the
 // deadline has passed is reported as DeadlineExceeded.
 //
+// # Retries that neither multiply nor duplicate
+//
+// The client interceptor classifies every error by how far the call got
+// ([budget.SentOf]: not sent, refused on arrival, maybe executed,
+// executed), so that [budget.Retry] repeats a call that may have run only
+// when it is idempotent or carries an idempotency key, and sends the key of
+// [budget.WithIdempotencyKey] as the Idempotency-Key header on every
+// attempt and hedge. On the server, [NewIdempotentInterceptor] runs a unary
+// handler at most once per key on an idempotency.Store and replays the
+// first answer to the repeats. A server that shed a call on arrival, or
+// whose handler gave up after its own retries, answers with the
+// Budget-No-Retry header ([wire.HeaderBudgetNoRetry]), and the client makes
+// of it an error [budget.Retry] does not retry: retries happen at the hop
+// nearest the failure.
+//
 // This module requires connectrpc.com/connect; the budget module itself
 // depends only on the standard library.
 package connectbudget

@@ -45,7 +45,7 @@ func ExampleNewServerInterceptor() {
 	}
 	// Output:
 	// handler has 1.9s
-	// deadline_exceeded deadline_exceeded: budget: checkout refused on arrival: too little time left
+	// deadline_exceeded deadline_exceeded: budget: checkout refused on arrival: too little time left (not retried: the server refused it on arrival and asked not to retry)
 }
 
 // A bidirectional stream whose messages each get 100 ms: a message whose

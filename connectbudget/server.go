@@ -69,6 +69,13 @@ import (
 // with [MessageContext]) and the idle timeout of [WithIdleTimeout]; without
 // them a stream runs under one deadline, the whole call's.
 //
+// A call refused on arrival (by the policy or the procedure's op; not a
+// malformed value) is answered with the header "Budget-No-Retry: shed", and
+// a call whose handler gave up after its own retries ([budget.GaveUp]) with
+// "Budget-No-Retry: retried" ([wire.HeaderBudgetNoRetry]): this package's
+// client reads either as a request not to retry ([budget.DoNotRetry]), so
+// that retries happen at the hop nearest the failure.
+//
 // An invalid policy makes the constructor panic at setup (see
 // [WithPolicy]).
 func NewServerInterceptor(opts ...ServerOption) connect.Interceptor {
@@ -104,14 +111,19 @@ func (s *server) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 			defer cancel()
 		}
 		var resp connect.AnyResponse
+		ran := false
 		err = edge.Run(bctx, s.op(procedure), func(ctx context.Context) error {
 			var err error
+			ran = true
 			resp, err = next(ctx, req)
 			return err
 		})
 		s.margin.Learn(bctx)
 		if err != nil {
-			return resp, toConnect(bctx, err)
+			if !ran { // the op refused it on arrival
+				return resp, shedError(toConnect(bctx, err))
+			}
+			return resp, gaveUp(toConnect(bctx, err))
 		}
 		if err := s.finish(bctx, procedure); err != nil {
 			return nil, err
@@ -155,7 +167,11 @@ func (s *server) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect
 			defer hc.end()
 		}
 		if op := s.op(procedure); op != nil {
-			err = op.Do(bctx, func(ctx context.Context) error { return next(ctx, conn) })
+			ran := false
+			err = op.Do(bctx, func(ctx context.Context) error { ran = true; return next(ctx, conn) })
+			if err != nil && !ran { // the op refused it on arrival
+				return shedError(toConnect(bctx, err))
+			}
 		} else {
 			err = next(bctx, conn)
 		}
@@ -170,7 +186,7 @@ func (s *server) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect
 		if err == nil {
 			return s.finish(bctx, procedure)
 		}
-		return toConnect(bctx, err)
+		return gaveUp(toConnect(bctx, err))
 	}
 }
 
@@ -216,10 +232,10 @@ func refusal(stage string, min time.Duration, dec wire.Decision, err error) erro
 	case wire.ReasonMalformed:
 		return connect.NewError(connect.CodeInvalidArgument, err)
 	case wire.ReasonExpired:
-		return connect.NewError(connect.CodeDeadlineExceeded,
-			&budget.Error{Stage: stage, Outcome: budget.OutcomeExpired, Remaining: dec.Remaining, Err: err})
+		return shed(connect.NewError(connect.CodeDeadlineExceeded,
+			&budget.Error{Stage: stage, Outcome: budget.OutcomeExpired, Remaining: dec.Remaining, Err: err}))
 	default:
-		return connect.NewError(connect.CodeDeadlineExceeded,
-			&budget.Error{Stage: stage, Outcome: budget.OutcomeShed, Remaining: dec.Remaining, Needed: min})
+		return shed(connect.NewError(connect.CodeDeadlineExceeded,
+			&budget.Error{Stage: stage, Outcome: budget.OutcomeShed, Remaining: dec.Remaining, Needed: min}))
 	}
 }

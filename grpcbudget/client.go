@@ -39,6 +39,29 @@ import (
 // call with a deadline also match [context.DeadlineExceeded], as an expiry
 // of the budget. It makes no retries of its own. Calls without a deadline are sent unchanged
 // (through the op, when there is one).
+//
+// Every call carries the idempotency key of its context
+// ([budget.WithIdempotencyKey]) as [IdempotencyKeyKey] metadata, the same on
+// every attempt and hedge. Every error says how far the call got
+// ([budget.SentOf]), which [budget.Retry] and [budget.Hedge] read so as not
+// to repeat a call that may have run: [budget.NotSent] for a local refusal
+// and for a call for which grpc-go never created a transport stream (no
+// ready connection), [budget.Executed] for a status the server sent, and
+// [budget.MaybeExecuted] otherwise (the deadline, a lost connection). Telling
+// these apart costs one allocation per call (grpc.Peer and grpc.Trailer
+// call options). It errs toward MaybeExecuted: a connection lost between the
+// creation of the transport stream and the writing of the request, and one
+// of the codes grpc-go also makes up (UNAVAILABLE, INTERNAL, CANCELLED,
+// DEADLINE_EXCEEDED, UNKNOWN) arriving after headers in trailers without
+// metadata, read as MaybeExecuted. Under grpc-go's own retry policy the
+// classification is that of grpc-go's last attempt; leave retries to one
+// layer.
+//
+// A call answered with the "budget-no-retry" trailer ([wire.HeaderBudgetNoRetry],
+// which the server's interceptor sends) returns [budget.DoNotRetry]'s error:
+// [budget.ServerRefused] for "shed" (refused on arrival), [budget.Executed]
+// for "retried" or any other value; [budget.Retry] does not retry it, and a
+// handler that returns it gives up in turn.
 func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
 	c := newClient(opts)
 	return c.unary
@@ -47,7 +70,10 @@ func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
 // StreamClientInterceptor returns the streaming counterpart of
 // [UnaryClientInterceptor]. A stream is admitted or refused by the method's
 // op before it is opened, but it does not teach the op its latency: a
-// stream's lifetime is not the time a call takes.
+// stream's lifetime is not the time a call takes. Its errors are classified
+// as the unary interceptor's are: a stream grpc-go failed to open is
+// [budget.NotSent], and an error from RecvMsg is classified by the trailer
+// and status the server sent, if any.
 func StreamClientInterceptor(opts ...ClientOption) grpc.StreamClientInterceptor {
 	c := newClient(opts)
 	return c.stream
@@ -77,12 +103,15 @@ func (c *client) unary(ctx context.Context, method string, req, reply any, cc *g
 	if invoker == nil {
 		return errNil("invoker")
 	}
+	sent := false // the invoker ran: the request may have left
 	call := func(actx context.Context) error {
 		octx, cancel, err := c.outgoing(actx, method)
 		if err != nil {
-			return err
+			return markSent(err, budget.NotSent)
 		}
-		err = c.result(octx, invoker(octx, method, req, reply, cc, opts...))
+		a := new(attemptInfo)
+		sent = true
+		err = a.classify(c.result(octx, invoker(octx, method, req, reply, cc, a.options(opts)...)))
 		if cancel != nil {
 			cancel()
 		}
@@ -94,6 +123,9 @@ func (c *client) unary(ctx context.Context, method string, req, reply any, cc *g
 	} else {
 		err = call(ctx)
 	}
+	if err != nil && !sent {
+		err = markSent(err, budget.NotSent) // refused before any attempt
+	}
 	return c.result(ctx, err)
 }
 
@@ -104,12 +136,13 @@ func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 	}
 	if op := c.op(method); op != nil && ctx.Err() == nil {
 		if dec := op.Admit(ctx); !dec.Admit {
-			return nil, c.result(ctx, budget.Refuse(ctx, op.Name, time.Now(), dec.Available, dec.Needed))
+			err := budget.Refuse(ctx, op.Name, time.Now(), dec.Available, dec.Needed)
+			return nil, markSent(c.result(ctx, err), budget.NotSent)
 		}
 	}
 	octx, cancel, err := c.outgoing(ctx, method)
 	if err != nil {
-		return nil, c.result(ctx, err)
+		return nil, markSent(c.result(ctx, err), budget.NotSent)
 	}
 	octx, w := c.watchStream(ctx, octx)
 	cs, err := streamer(octx, desc, cc, method, opts...)
@@ -118,7 +151,9 @@ func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 		if cancel != nil {
 			cancel()
 		}
-		return nil, c.result(ctx, err)
+		// grpc-go returns an error here only when it could not create the
+		// transport stream: nothing was written.
+		return nil, markSent(c.result(ctx, err), budget.NotSent)
 	}
 	if cancel != nil {
 		// The transit deadline lives as long as the stream. grpc-go documents
@@ -129,9 +164,6 @@ func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 		// the deadline's timer does not outlive the stream.
 		return w.wrap(&clientStream{ClientStream: cs, ctx: ctx, c: c, cancel: cancel, serverStreams: desc != nil && desc.ServerStreams}, desc), nil
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		return w.wrap(cs, desc), nil // no deadline: nothing for the wrapper to map
-	}
 	return w.wrap(&clientStream{ClientStream: cs, ctx: ctx, c: c}, desc), nil
 }
 
@@ -139,7 +171,7 @@ func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 // the transit allowance taken off its deadline and, when configured, this
 // library's metadata. cancel is nil when the context was not derived.
 func (c *client) outgoing(ctx context.Context, method string) (context.Context, context.CancelFunc, error) {
-	ctx = withCriticality(ctx)
+	ctx = sendIdempotencyKey(withCriticality(ctx))
 	call, ok, err := edge.Send(ctx, c.cfg.stageOf(method), edge.Outbound{Transit: c.cfg.transit, MinUseful: c.cfg.minUseful})
 	if !ok || err != nil {
 		return ctx, nil, err
@@ -211,7 +243,9 @@ func (s *clientStream) RecvMsg(m any) error {
 	if err == nil || isEOF(err) {
 		return err
 	}
-	return s.c.result(s.ctx, err)
+	// RecvMsg returned an error: the stream is over, and its trailer is
+	// what the server sent, if anything.
+	return answered(s.c.result(s.ctx, err), s.ClientStream.Trailer())
 }
 
 func (s *clientStream) SendMsg(m any) error {
@@ -220,14 +254,14 @@ func (s *clientStream) SendMsg(m any) error {
 		return err
 	}
 	s.done()
-	return s.c.result(s.ctx, err)
+	return markSent(s.c.result(s.ctx, err), budget.MaybeExecuted)
 }
 
 func (s *clientStream) Header() (metadata.MD, error) {
 	md, err := s.ClientStream.Header()
 	if err != nil {
 		s.done()
-		return md, s.c.result(s.ctx, err)
+		return md, markSent(s.c.result(s.ctx, err), budget.MaybeExecuted)
 	}
 	return md, nil
 }

@@ -78,6 +78,8 @@ func statusCode(err error) (codes.Code, bool) {
 		switch e := err.(type) {
 		case *codedError:
 			return e.code, true
+		case *sentError:
+			err = e.err
 		case interface{ GRPCStatus() *status.Status }:
 			return e.GRPCStatus().Code(), true
 		case interface{ Unwrap() error }:

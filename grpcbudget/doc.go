@@ -48,6 +48,21 @@
 // "client idle" or "server idle" and a ledger entry of that stage.
 // [WithMessageOp] admits each message with a [budget.Op].
 //
+// # Retries that neither multiply nor duplicate
+//
+// The client interceptors classify every error by how far the call got
+// ([budget.SentOf]: not sent, refused on arrival, maybe executed,
+// executed), so that [budget.Retry] repeats a call that may have run only
+// when it is idempotent or carries an idempotency key, and send the key of
+// [budget.WithIdempotencyKey] as [IdempotencyKeyKey] metadata on every
+// attempt and hedge. On the server, [IdempotentUnaryServerInterceptor] runs
+// a handler at most once per key on an idempotency.Store and replays the
+// first answer to the repeats. A server that shed a call on arrival, or
+// whose handler gave up after its own retries, answers with the
+// budget-no-retry trailer ([wire.HeaderBudgetNoRetry]), and the client
+// makes of it an error [budget.Retry] does not retry: retries happen at
+// the hop nearest the failure.
+//
 // This module requires google.golang.org/grpc; the budget module itself
 // depends only on the standard library.
 package grpcbudget

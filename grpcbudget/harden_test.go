@@ -102,6 +102,9 @@ func (f *fakeStream) RecvMsg(any) error {
 	return err
 }
 
+// Trailer is empty: no server sent one.
+func (f *fakeStream) Trailer() metadata.MD { return nil }
+
 // TestClientStreamReleasesItsContext is the regression test for a client
 // stream whose derived context (the transit deadline) was released only on a
 // RecvMsg error: a client-streaming call that ended cleanly with CloseAndRecv

@@ -55,7 +55,13 @@ import (
 // request-attempt metadata is recorded on the arrival event. Skewed and malformed values are
 // reported to the observer as [budget.EventSkew] and [budget.EventMalformed],
 // refusals as [budget.EventRefuse] with [budget.OutcomeShed] or
-// [budget.OutcomeExpired].
+// [budget.OutcomeExpired]. A call refused on arrival (by the policy or the
+// method's op; not a malformed value) is answered with the trailer
+// "budget-no-retry: shed", and a call whose handler gave up after its own
+// retries ([budget.GaveUp]) with "budget-no-retry: retried"
+// ([wire.HeaderBudgetNoRetry]): this package's client reads either as a
+// request not to retry ([budget.DoNotRetry]), so that retries happen at the
+// hop nearest the failure.
 //
 // With no options, the interceptor applies the zero [wire.Policy]: it trusts
 // grpc-timeout and the other default sources with no cap, runs calls that
@@ -103,20 +109,25 @@ func newServer(opts []ServerOption) *server {
 func (s *server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	bctx, cancel, err := s.arrive(ctx, info.FullMethod)
 	if err != nil {
-		return nil, err
+		return nil, refused(ctx, nil, err)
 	}
 	if cancel != nil {
 		defer cancel()
 	}
 	var resp any
+	ran := false
 	err = edge.Run(bctx, s.op(info.FullMethod), func(ctx context.Context) error {
 		var err error
+		ran = true
 		resp, err = handler(ctx, req)
 		return err
 	})
 	s.margin.Learn(bctx)
 	if err != nil {
-		return resp, toStatus(bctx, err)
+		if !ran {
+			return resp, refused(ctx, nil, toStatus(bctx, err))
+		}
+		return resp, gaveUp(ctx, nil, toStatus(bctx, err))
 	}
 	if err := s.finish(bctx, info.FullMethod); err != nil {
 		return nil, err
@@ -133,7 +144,7 @@ func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	}
 	bctx, cancel, err := s.arrive(ss.Context(), method)
 	if err != nil {
-		return err
+		return refused(nil, ss, err)
 	}
 	if cancel != nil {
 		defer cancel()
@@ -143,9 +154,14 @@ func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 		return err
 	}
 	if op := s.op(info.FullMethod); op != nil {
+		ran := false
 		err = op.Do(bctx, func(ctx context.Context) error {
+			ran = true
 			return handler(srv, &serverStream{ServerStream: ss, ctx: ctx})
 		})
+		if err != nil && !ran {
+			return refused(nil, ss, toStatus(bctx, err))
+		}
 	} else if bctx != ss.Context() {
 		err = handler(srv, &serverStream{ServerStream: ss, ctx: bctx})
 	} else {
@@ -158,7 +174,7 @@ func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	if err == nil {
 		return s.finish(bctx, method)
 	}
-	return toStatus(bctx, err)
+	return gaveUp(nil, ss, toStatus(bctx, err))
 }
 
 // finish checks a handler that returned a nil error. When its budget had run

@@ -2,6 +2,7 @@ package grpcbudget_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ import (
 //	"give-up"     wait for the context to be done, return an empty reply
 //	"cancel"      wait for the context to be done, return CANCELLED
 //	"cancel-now"  return CANCELLED at once
+//	"gave-up"     retry a failing dependency twice and return the error
 //
 // Every handler records what it saw.
 type testService struct {
@@ -93,6 +95,10 @@ func (s *testService) UnaryCall(ctx context.Context, req *grpc_testing.SimpleReq
 		return nil, status.Error(codes.Canceled, "the work was canceled")
 	case body == "cancel-now":
 		return nil, status.Error(codes.Canceled, "the work was canceled")
+	case body == "gave-up":
+		// Two attempts at a dependency that fails: the handler gives up.
+		return nil, (&budget.Retry{MaxAttempts: 2, Backoff: -1}).Do(ctx, &budget.Op{Name: "dependency"},
+			func(context.Context) error { return errors.New("dependency down") })
 	case strings.HasPrefix(body, "sleep:"):
 		d, _ := time.ParseDuration(strings.TrimPrefix(body, "sleep:"))
 		select {
@@ -107,6 +113,11 @@ func (s *testService) UnaryCall(ctx context.Context, req *grpc_testing.SimpleReq
 func (s *testService) StreamingOutputCall(req *grpc_testing.StreamingOutputCallRequest, ss grpc_testing.TestService_StreamingOutputCallServer) error {
 	s.record(ss.Context())
 	defer s.stop()
+	if string(req.GetPayload().GetBody()) == "gave-up" {
+		// Two attempts at a dependency that fails: the handler gives up.
+		return (&budget.Retry{MaxAttempts: 2, Backoff: -1}).Do(ss.Context(), &budget.Op{Name: "dependency"},
+			func(context.Context) error { return errors.New("dependency down") })
+	}
 	for range req.GetResponseParameters() {
 		if err := ss.Send(&grpc_testing.StreamingOutputCallResponse{}); err != nil {
 			return err

@@ -104,7 +104,7 @@ func (s *watchedClientStream) RecvMsg(m any) error {
 		s.w.release() // the stream is over: an error, io.EOF, or the one reply
 	}
 	if e := s.w.overran(err); e != nil {
-		return e
+		return markSent(e, budget.MaybeExecuted)
 	}
 	return err
 }
@@ -119,7 +119,7 @@ func (s *watchedClientStream) SendMsg(m any) error {
 	}
 	s.w.release()
 	if e := s.w.overran(err); e != nil {
-		return e
+		return markSent(e, budget.MaybeExecuted)
 	}
 	return err
 }

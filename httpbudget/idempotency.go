@@ -10,25 +10,20 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"time"
 
-	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/idempotency"
 	"github.com/timebudget/budget/wire"
 )
 
 // MaxIdempotentAnswer bounds the body of an answer [Idempotent] keeps to
-// replay, and the body of a keyed request it reads to fingerprint: 1 MiB.
-const MaxIdempotentAnswer = 1 << 20
+// replay, and the body of a keyed request it reads to fingerprint: 1 MiB,
+// [idempotency.MaxAnswer].
+const MaxIdempotentAnswer = idempotency.MaxAnswer
 
 // HeaderIdempotentReplayed is set to "true" on an answer [Idempotent]
 // replays, so that a caller (and whoever reads its logs) can tell a
 // repeated request from a first one.
 const HeaderIdempotentReplayed = "Idempotent-Replayed"
-
-// maxDuplicateWait bounds the wait of a repeat for a first request that
-// still runs, when the repeat has no deadline of its own.
-const maxDuplicateWait = 10 * time.Second
 
 // Idempotent returns a handler that runs next at most once per idempotency
 // key: a request carrying an Idempotency-Key header it has seen before gets
@@ -96,15 +91,27 @@ func (h *idempotent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ctx := r.Context()
-	rec, mine, err := h.store.Reserve(ctx, key, fp)
-	switch {
-	case err != nil:
-		storeDown(w, err)
-	case mine:
-		h.first(w, r, key, fp)
+	rec, res, err := idempotency.Once(r.Context(), h.store, key, fp, idempotency.MaxWait, func(context.Context) idempotency.Record {
+		return h.first(w, r)
+	})
+	switch res {
+	case idempotency.Ran:
+	case idempotency.Replayed:
+		replay(w, rec)
+	case idempotency.Mismatch:
+		plain(w, http.StatusUnprocessableEntity, "httpbudget: Idempotency-Key reused with another request (method, path or body)")
+	case idempotency.Busy:
+		// Answered even when the budget has just run out (but not when the
+		// caller left): a 409 tells the caller to try again, where the 504
+		// NewHandler would answer for silence tells it to stop.
+		if !errors.Is(r.Context().Err(), context.Canceled) {
+			w.Header().Set("Retry-After", "1")
+			plain(w, http.StatusConflict, "httpbudget: a request with this Idempotency-Key is still running, or failed: try again")
+		}
+	case idempotency.NotReplayable:
+		plain(w, http.StatusConflict, "httpbudget: the first answer for this Idempotency-Key was too large to replay")
 	default:
-		h.repeat(ctx, w, key, fp, rec)
+		storeDown(w, err)
 	}
 }
 
@@ -137,20 +144,12 @@ func fingerprint(w http.ResponseWriter, r *http.Request) ([32]byte, bool) {
 	return fp, true
 }
 
-// first runs next for the request that reserved key, records its answer,
-// and completes the key.
-func (h *idempotent) first(w http.ResponseWriter, r *http.Request, key string, fp [32]byte) {
+// first runs next for the request that reserved its key, and returns the
+// record of its answer.
+func (h *idempotent) first(w http.ResponseWriter, r *http.Request) idempotency.Record {
 	rw := &recorder{ResponseWriter: w}
-	ctx := context.WithoutCancel(r.Context()) // complete the key even if the caller left
-	done := false
-	defer func() {
-		if !done {
-			_ = h.store.Complete(ctx, key, nil) // next panicked: let a repeat run it
-		}
-	}()
 	h.next.ServeHTTP(rw, r)
-	done = true
-	rec := &idempotency.Record{Fingerprint: fp, Done: true, Replayable: !rw.over && !rw.hijacked, Status: rw.code, Header: rw.header}
+	rec := idempotency.Record{Replayable: !rw.over && !rw.hijacked, Status: rw.code, Header: rw.header}
 	if rec.Status == 0 {
 		rec.Status = http.StatusOK
 	}
@@ -160,37 +159,11 @@ func (h *idempotent) first(w http.ResponseWriter, r *http.Request, key string, f
 	if rec.Replayable {
 		rec.Body = rw.body.Bytes()
 	}
-	_ = h.store.Complete(ctx, key, rec)
+	return rec
 }
 
-// repeat answers a request whose key was known: 422 for another request,
-// the first answer when it is done, or a wait for it.
-func (h *idempotent) repeat(ctx context.Context, w http.ResponseWriter, key string, fp [32]byte, rec idempotency.Record) {
-	if rec.Fingerprint != fp {
-		plain(w, http.StatusUnprocessableEntity, "httpbudget: Idempotency-Key reused with another request (method, path or body)")
-		return
-	}
-	if !rec.Done {
-		var ok bool
-		var err error
-		if rec, ok, err = h.wait(ctx, key); err != nil {
-			storeDown(w, err)
-			return
-		} else if !ok {
-			// Answered even when the budget has just run out (but not when
-			// the caller left): a 409 tells the caller to try again, where
-			// the 504 NewHandler would answer for silence tells it to stop.
-			if !errors.Is(ctx.Err(), context.Canceled) {
-				w.Header().Set("Retry-After", "1")
-				plain(w, http.StatusConflict, "httpbudget: a request with this Idempotency-Key is still running, or failed: try again")
-			}
-			return
-		}
-	}
-	if !rec.Replayable {
-		plain(w, http.StatusConflict, "httpbudget: the first answer for this Idempotency-Key was too large to replay")
-		return
-	}
+// replay sends rec, the answer of a key's first request, again.
+func replay(w http.ResponseWriter, rec idempotency.Record) {
 	hdr := w.Header()
 	for k, v := range rec.Header {
 		hdr[k] = v
@@ -199,48 +172,6 @@ func (h *idempotent) repeat(ctx context.Context, w http.ResponseWriter, key stri
 	hdr.Set("Content-Length", strconv.Itoa(len(rec.Body)))
 	w.WriteHeader(rec.Status)
 	_, _ = w.Write(rec.Body)
-}
-
-// wait polls the store until key's first request is done, and returns its
-// record and true; or false when ctx's budget (less a moment to answer, at
-// most 10 s) ran out first or the key vanished (its first request panicked
-// or it expired).
-func (h *idempotent) wait(ctx context.Context, key string) (idempotency.Record, bool, error) {
-	until := time.Now().Add(maxDuplicateWait)
-	if dl, ok := ctx.Deadline(); ok {
-		until = dl.Add(-time.Millisecond)
-	}
-	pause := time.Millisecond
-	for {
-		left := time.Until(until)
-		if left <= 0 {
-			return idempotency.Record{}, false, nil
-		}
-		t := time.NewTimer(min(pause, left))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return idempotency.Record{}, false, nil
-		case <-t.C:
-		}
-		pause = min(2*pause, 50*time.Millisecond)
-		rec, ok, err := h.store.Get(ctx, key)
-		if outOfTime(err) {
-			// The store refused or stopped the read for want of the
-			// repeat's budget (a database store pushes it down): that is
-			// the budget running out, not the store being down.
-			return idempotency.Record{}, false, nil
-		}
-		if err != nil || !ok || rec.Done {
-			return rec, ok, err
-		}
-	}
-}
-
-// outOfTime reports whether err says a store call ran out of the caller's
-// budget: it matches context.DeadlineExceeded or [budget.ErrInsufficient].
-func outOfTime(err error) bool {
-	return err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, budget.ErrInsufficient))
 }
 
 // storeDown answers a request whose key the store could not handle.

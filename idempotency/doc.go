@@ -5,7 +5,11 @@
 // bytes and time; its zero value is ready to use).
 //
 // The protocol middleware lives beside each protocol (httpbudget's
-// Idempotent for net/http) and talks to any [Store]: a server with one
+// Idempotent for net/http, grpcbudget's IdempotentUnaryServerInterceptor,
+// connectbudget's NewIdempotentInterceptor) and shares [Once], the part that
+// does not depend on the protocol: reserve the key, run the work or wait
+// for the first request, replay its answer, forget the key when the work
+// panics. It talks to any [Store]: a server with one
 // replica can use a [MemoryStore]; replicas behind a balancer share a store
 // such as pgxbudget's IdempotencyStore on PostgreSQL. Package
 // idempotency/storetest holds the contract every store passes.
@@ -22,5 +26,5 @@
 //	default:         // the first request still runs: wait (poll Get) or refuse
 //	}
 //
-// The package depends only on the standard library.
+// The package depends only on the standard library and package budget.
 package idempotency
