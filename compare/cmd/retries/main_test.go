@@ -115,7 +115,7 @@ func TestBudgetVariantIsUntuned(t *testing.T) {
 	if fn == nil {
 		t.Fatal("no budgetChain in variants.go")
 	}
-	allowed := map[string][]string{"Op": {"Name"}, "Retry": {"Quota"}, "RetryQuota": {}, "MemoryIdempotencyStore": {}, "Client": {"Transport"}}
+	allowed := map[string][]string{"Op": {"Name"}, "Retry": {"Quota"}, "RetryQuota": {}, "MemoryStore": {}, "Client": {"Transport"}}
 	found := map[string]bool{}
 	ast.Inspect(fn.Body, func(n ast.Node) bool {
 		switch x := n.(type) {
@@ -152,7 +152,7 @@ func TestBudgetVariantIsUntuned(t *testing.T) {
 		}
 		return true
 	})
-	for _, name := range []string{"Op", "Retry", "RetryQuota", "MemoryIdempotencyStore"} {
+	for _, name := range []string{"Op", "Retry", "RetryQuota", "MemoryStore"} {
 		if !found[name] {
 			t.Errorf("budgetChain builds no %s", name)
 		}

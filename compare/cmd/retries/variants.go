@@ -18,6 +18,7 @@ import (
 
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/httpbudget"
+	"github.com/timebudget/budget/idempotency"
 )
 
 // attempts is every hop's attempts per call, the first included.
@@ -104,7 +105,7 @@ func budgetChain(cfg config, b *bottom) (chain, error) {
 			httpbudget.WriteError(w, err)
 		}
 	})
-	ch, err := httpChain(httpbudget.NewHandler(httpbudget.Idempotent(&httpbudget.MemoryIdempotencyStore{}, bottomH)), hop, call)
+	ch, err := httpChain(httpbudget.NewHandler(httpbudget.Idempotent(&idempotency.MemoryStore{}, bottomH)), hop, call)
 	if err != nil {
 		return ch, err
 	}
