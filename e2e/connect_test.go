@@ -90,8 +90,15 @@ func TestConnectClientToOurMiddleware(t *testing.T) {
 	})
 
 	t.Run("shed below the minimum", func(t *testing.T) {
+		// A server of its own whose minimum is seconds, so that the
+		// refusal reaches the client long before the client's own
+		// deadline, however busy the machine.
+		shed := httptest.NewServer(httpbudget.NewHandler(svc.handler(), httpbudget.WithStage("pricing"),
+			httpbudget.WithPolicy(&wire.Policy{Max: 30 * time.Second, Min: 20 * time.Second})))
+		defer shed.Close()
+		client := connect.NewClient[grpc_testing.SimpleRequest, grpc_testing.SimpleResponse](shed.Client(), shed.URL+unaryCall)
 		before := svc.calls.Load()
-		ctx, cancel := context.WithTimeout(context.Background(), 50*ms)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		err := connectCall(ctx, client, "")
 		var cerr *connect.Error
