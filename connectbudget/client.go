@@ -67,22 +67,16 @@ import (
 // for "retried" or any other value; [budget.Retry] does not retry it, and a
 // handler that returns it gives up in turn.
 func NewClientInterceptor(opts ...ClientOption) connect.Interceptor {
-	cfg := clientConfig{minUseful: time.Millisecond}
-	for _, o := range opts {
-		if o != nil {
-			o.applyClient(&cfg)
-		}
-	}
-	return &client{cfg: cfg}
+	return &client{cfg: edge.ConfigureClient(clientConfig{minUseful: time.Millisecond}, opts)}
 }
 
 type client struct{ cfg clientConfig }
 
 func (c *client) op(procedure string) *budget.Op {
-	if c.cfg.ops == nil {
+	if c.cfg.Ops == nil {
 		return nil
 	}
-	return c.cfg.ops(procedure)
+	return c.cfg.Ops(procedure)
 }
 
 func (c *client) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {

@@ -10,55 +10,37 @@ import (
 )
 
 // ServerOption configures [NewServerInterceptor].
-type ServerOption interface{ applyServer(*serverConfig) }
+type ServerOption = edge.ServerOption[serverConfig]
 
 // ClientOption configures [NewClientInterceptor].
-type ClientOption interface{ applyClient(*clientConfig) }
+type ClientOption = edge.ClientOption[clientConfig]
 
 // Option configures both sides: it is a [ServerOption] and a [ClientOption].
-type Option interface {
-	ServerOption
-	ClientOption
-}
+type Option = edge.Option[serverConfig, clientConfig]
 
 type serverConfig struct {
-	policy    *wire.Switch
-	stage     string
-	observer  budget.Observer
-	ledgerCap int
-	ops       func(procedure string) *budget.Op
-	margin    time.Duration
-	message   time.Duration
-	idle      time.Duration
+	edge.ServerSettings
+	message time.Duration
+	idle    time.Duration
 
 	messageOps func(procedure string) *budget.Op
 	classify   func(ctx context.Context, procedure string) budget.Criticality // see WithClassifier
 }
 
 type clientConfig struct {
+	edge.ClientSettings
 	transit   time.Duration
 	minUseful time.Duration
-	ops       func(procedure string) *budget.Op
 	message   time.Duration
 	idle      time.Duration
 	stage     string
 }
 
-type serverOption func(*serverConfig)
-
-func (f serverOption) applyServer(c *serverConfig) { f(c) }
-
-type clientOption func(*clientConfig)
-
-func (f clientOption) applyClient(c *clientConfig) { f(c) }
-
-type bothOption struct {
-	server func(*serverConfig)
-	client func(*clientConfig)
-}
-
-func (o bothOption) applyServer(c *serverConfig) { o.server(c) }
-func (o bothOption) applyClient(c *clientConfig) { o.client(c) }
+type (
+	serverOption = edge.ServerFunc[serverConfig]
+	clientOption = edge.ClientFunc[clientConfig]
+	bothOption   = edge.Both[serverConfig, clientConfig]
+)
 
 // WithPolicy sets a fixed inbound policy. The default is the zero
 // [wire.Policy]: trust the default sources (Connect-Timeout-Ms and
@@ -74,36 +56,34 @@ func (o bothOption) applyClient(c *clientConfig) { o.client(c) }
 // that names the field, before any call is served. Call Validate first to
 // handle the mistake as an error instead.
 func WithPolicy(p *wire.Policy) ServerOption {
-	return serverOption(func(c *serverConfig) { c.policy = edge.PolicySwitch("connectbudget", p) })
+	return serverOption(func(c *serverConfig) { c.Policy = edge.PolicySwitch("connectbudget", p) })
 }
 
-// WithSwitch reads the inbound policy from s on every call, so an operator
-// can turn enforcement off or loosen it without a restart by storing a new
-// policy in s; [wire.Switch.Store] refuses an invalid one and keeps the
-// running policy. A nil s is the default policy, as if the option were not
-// given.
+// WithSwitch makes the interceptor load its inbound policy from s for each
+// call: storing a policy in s changes what a running server enforces (nil
+// turns enforcement off), and [wire.Switch.Store] keeps the running policy
+// when the new one is invalid. A nil s means the default policy.
 func WithSwitch(s *wire.Switch) ServerOption {
-	return serverOption(func(c *serverConfig) { c.policy = s })
+	return serverOption(func(c *serverConfig) { c.Policy = s })
 }
 
 // WithStage names the stage that starts each call's budget, as the ledger
 // and refusals report it. The default is the call's procedure, such as
 // "/acme.v1.CheckoutService/Pay".
 func WithStage(name string) ServerOption {
-	return serverOption(func(c *serverConfig) { c.stage = name })
+	return serverOption(func(c *serverConfig) { c.Stage = name })
 }
 
-// WithObserver sets the observer of every call's budget, including calls
-// refused on arrival. The default is none.
+// WithObserver sends the events of each call's budget to o, those of a call
+// refused before its handler ran included. Without it, no observer.
 func WithObserver(o budget.Observer) ServerOption {
-	return serverOption(func(c *serverConfig) { c.observer = o })
+	return serverOption(func(c *serverConfig) { c.Observer = o })
 }
 
-// WithLedgerCapacity bounds the events each call's ledger keeps; see
-// [budget.Config]. The default is 64 events; a negative value disables the
-// ledger.
+// WithLedgerCapacity sets how many events a call's ledger holds (64 unless
+// set; see [budget.Config]); n below zero means no ledger at all.
 func WithLedgerCapacity(n int) ServerOption {
-	return serverOption(func(c *serverConfig) { c.ledgerCap = n })
+	return serverOption(func(c *serverConfig) { c.LedgerCapacity = n })
 }
 
 // WithAnswerMargin sets the answer margin of the server interceptor: time
@@ -117,7 +97,7 @@ func WithLedgerCapacity(n int) ServerOption {
 // 10 ms. A positive d is a fixed margin; a negative d holds back nothing but
 // AnswerMargin. Either way the margin is at most 1/10 of the caller's time left.
 func WithAnswerMargin(d time.Duration) ServerOption {
-	return serverOption(func(c *serverConfig) { c.margin = d })
+	return serverOption(func(c *serverConfig) { c.Margin = d })
 }
 
 // WithAdmission gives procedures a [budget.Op] each: lookup returns the op
@@ -133,18 +113,12 @@ func WithAnswerMargin(d time.Duration) ServerOption {
 // latency, so on the client a stream's op decides without learning, and on
 // the server the handler's whole run is the sample.
 func WithAdmission(lookup func(procedure string) *budget.Op) Option {
-	return bothOption{
-		server: func(c *serverConfig) { c.ops = lookup },
-		client: func(c *clientConfig) { c.ops = lookup },
-	}
+	return edge.WithAdmission[serverConfig, clientConfig](lookup)
 }
 
 // Ops maps procedures to their ops. Its Op method is a lookup for
 // [WithAdmission]: WithAdmission(connectbudget.Ops{"/pkg.Svc/Get": getOp}.Op).
-type Ops map[string]*budget.Op
-
-// Op returns the op of procedure, or nil.
-func (o Ops) Op(procedure string) *budget.Op { return o[procedure] }
+type Ops = edge.Ops
 
 // WithMessageBudget sets the per-message budget of streams.
 //
@@ -171,8 +145,8 @@ func (o Ops) Op(procedure string) *budget.Op { return o[procedure] }
 func WithMessageBudget(d time.Duration) Option {
 	d = max(d, 0)
 	return bothOption{
-		server: func(c *serverConfig) { c.message = d },
-		client: func(c *clientConfig) { c.message = d },
+		Server: func(c *serverConfig) { c.message = d },
+		Client: func(c *clientConfig) { c.message = d },
 	}
 }
 
@@ -213,8 +187,8 @@ func WithMessageAdmission(lookup func(procedure string) *budget.Op) ServerOption
 func WithIdleTimeout(d time.Duration) Option {
 	d = max(d, 0)
 	return bothOption{
-		server: func(c *serverConfig) { c.idle = d },
-		client: func(c *clientConfig) { c.idle = d },
+		Server: func(c *serverConfig) { c.idle = d },
+		Client: func(c *clientConfig) { c.idle = d },
 	}
 }
 

@@ -79,16 +79,9 @@ import (
 // An invalid policy makes the constructor panic at setup (see
 // [WithPolicy]).
 func NewServerInterceptor(opts ...ServerOption) connect.Interceptor {
-	var cfg serverConfig
-	for _, o := range opts {
-		if o != nil {
-			o.applyServer(&cfg)
-		}
-	}
-	cfg.policy = edge.OrDefault(cfg.policy)
-	k := edge.NewMarginKeeper(cfg.margin)
-	return &server{cfg: cfg, margin: k, arrival: edge.Arrival{Adapter: "connectbudget",
-		Observer: cfg.observer, LedgerCapacity: cfg.ledgerCap, Margin: k}}
+	cfg := edge.Configure(serverConfig{}, opts)
+	k, a := cfg.Start("connectbudget")
+	return &server{cfg: cfg, margin: k, arrival: a}
 }
 
 type server struct {
@@ -160,7 +153,7 @@ func (s *server) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect
 			hc = newHandlerConn(bctx, conn, perMessage, s.cfg.idle, s.stage(procedure))
 			hc.op = messageOp
 			if cancel == nil {
-				hc.observer = s.cfg.observer // no budget to note the idle event in
+				hc.observer = s.cfg.Observer // no budget to note the idle event in
 			}
 			conn = hc
 			bctx = context.WithValue(hc.ctx, streamKey{}, hc)
@@ -202,9 +195,9 @@ func (s *server) finish(ctx context.Context, procedure string) error {
 	return nil
 }
 
-func (s *server) op(procedure string) *budget.Op { return edge.OpOf(s.cfg.ops, procedure) }
+func (s *server) op(procedure string) *budget.Op { return edge.OpOf(s.cfg.Ops, procedure) }
 
-func (s *server) stage(procedure string) string { return edge.Named(s.cfg.stage, procedure) }
+func (s *server) stage(procedure string) string { return edge.Named(s.cfg.Stage, procedure) }
 
 // arrive applies the policy to a call arriving with ctx and header. It
 // returns the context the handler runs in and, when a budget was started,
@@ -212,7 +205,7 @@ func (s *server) stage(procedure string) string { return edge.Named(s.cfg.stage,
 // off); or the error refusing the call.
 func (s *server) arrive(ctx context.Context, procedure string, header http.Header) (context.Context, context.CancelFunc, *wire.Policy, error) {
 	now := time.Now()
-	p := s.cfg.policy.Load()
+	p := s.cfg.Policy.Load()
 	if p == nil {
 		return ctx, nil, nil, nil
 	}

@@ -102,7 +102,7 @@ func MessageContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // decides for every adapter; the error refuses the stream (a malformed
 // value under a strict policy).
 func (s *server) messageBudget(ctx context.Context, p *wire.Policy, header http.Header) (time.Duration, error) {
-	d, err := edge.MessageBudget(ctx, s.cfg.observer, p, s.cfg.message, header.Values(HeaderMessageTimeout))
+	d, err := edge.MessageBudget(ctx, s.cfg.Observer, p, s.cfg.message, header.Values(HeaderMessageTimeout))
 	if err != nil {
 		return 0, connect.NewError(connect.CodeInvalidArgument, err)
 	}

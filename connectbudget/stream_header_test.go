@@ -89,7 +89,7 @@ func TestMessageTimeoutDecisions(t *testing.T) {
 			if tc.Values != nil {
 				h[http.CanonicalHeaderKey(HeaderMessageTimeout)] = tc.Values
 			}
-			got, err := s.messageBudget(context.Background(), s.cfg.policy.Load(), h)
+			got, err := s.messageBudget(context.Background(), s.cfg.Policy.Load(), h)
 			if tc.Refused {
 				if connect.CodeOf(err) != connect.CodeInvalidArgument || !errors.Is(err, wire.ErrMalformed) {
 					t.Fatalf("err %v, want InvalidArgument for a malformed value", err)

@@ -82,20 +82,14 @@ func StreamClientInterceptor(opts ...ClientOption) grpc.StreamClientInterceptor 
 type client struct{ cfg clientConfig }
 
 func newClient(opts []ClientOption) *client {
-	cfg := clientConfig{minUseful: time.Millisecond}
-	for _, o := range opts {
-		if o != nil {
-			o.applyClient(&cfg)
-		}
-	}
-	return &client{cfg: cfg}
+	return &client{cfg: edge.ConfigureClient(clientConfig{minUseful: time.Millisecond}, opts)}
 }
 
 func (c *client) op(method string) *budget.Op {
-	if c.cfg.ops == nil {
+	if c.cfg.Ops == nil {
 		return nil
 	}
-	return c.cfg.ops(method)
+	return c.cfg.Ops(method)
 }
 
 func (c *client) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,

@@ -18,5 +18,5 @@ import "time"
 // hop answers its caller while the caller still listens, instead of every
 // hop expiring at the same instant as the caller and being canceled.
 func WithAnswerMargin(d time.Duration) ServerOption {
-	return serverOption(func(c *serverConfig) { c.margin = d })
+	return serverOption(func(c *serverConfig) { c.Margin = d })
 }

@@ -10,52 +10,34 @@ import (
 )
 
 // ServerOption configures [UnaryServerInterceptor] and [StreamServerInterceptor].
-type ServerOption interface{ applyServer(*serverConfig) }
+type ServerOption = edge.ServerOption[serverConfig]
 
 // ClientOption configures [UnaryClientInterceptor] and [StreamClientInterceptor].
-type ClientOption interface{ applyClient(*clientConfig) }
+type ClientOption = edge.ClientOption[clientConfig]
 
 // Option configures both sides: it is a [ServerOption] and a [ClientOption].
-type Option interface {
-	ServerOption
-	ClientOption
-}
+type Option = edge.Option[serverConfig, clientConfig]
 
 type serverConfig struct {
-	policy    *wire.Switch
-	stage     string
-	observer  budget.Observer
-	ledgerCap int
-	ops       func(fullMethod string) *budget.Op
-	margin    time.Duration
-	classify  func(ctx context.Context, fullMethod string) budget.Criticality // see WithClassifier
-	stream    streamConfig
+	edge.ServerSettings
+	classify func(ctx context.Context, fullMethod string) budget.Criticality // see WithClassifier
+	stream   streamConfig
 }
 
 type clientConfig struct {
+	edge.ClientSettings
 	transit   time.Duration
 	minUseful time.Duration
 	metadata  bool
-	ops       func(fullMethod string) *budget.Op
 	stream    streamConfig
 	stage     string
 }
 
-type serverOption func(*serverConfig)
-
-func (f serverOption) applyServer(c *serverConfig) { f(c) }
-
-type clientOption func(*clientConfig)
-
-func (f clientOption) applyClient(c *clientConfig) { f(c) }
-
-type bothOption struct {
-	server func(*serverConfig)
-	client func(*clientConfig)
-}
-
-func (o bothOption) applyServer(c *serverConfig) { o.server(c) }
-func (o bothOption) applyClient(c *clientConfig) { o.client(c) }
+type (
+	serverOption = edge.ServerFunc[serverConfig]
+	clientOption = edge.ClientFunc[clientConfig]
+	bothOption   = edge.Both[serverConfig, clientConfig]
+)
 
 // WithPolicy sets a fixed inbound policy. The default is the zero
 // [wire.Policy]: trust the default sources (grpc-timeout among them) with no
@@ -70,7 +52,7 @@ func (o bothOption) applyClient(c *clientConfig) { o.client(c) }
 // [wire.ErrInvalidPolicy] that names the field, before any call is served.
 // Call Validate first to handle the mistake as an error instead.
 func WithPolicy(p *wire.Policy) ServerOption {
-	return serverOption(func(c *serverConfig) { c.policy = edge.PolicySwitch("grpcbudget", p) })
+	return serverOption(func(c *serverConfig) { c.Policy = edge.PolicySwitch("grpcbudget", p) })
 }
 
 // WithSwitch reads the inbound policy from s on every call, so an operator
@@ -79,27 +61,27 @@ func WithPolicy(p *wire.Policy) ServerOption {
 // running policy. A nil s is the default policy, as if the option were not
 // given.
 func WithSwitch(s *wire.Switch) ServerOption {
-	return serverOption(func(c *serverConfig) { c.policy = s })
+	return serverOption(func(c *serverConfig) { c.Policy = s })
 }
 
 // WithStage names the stage that starts each call's budget, as the ledger and
 // refusals report it. The default is the call's full method name, such as
 // "/grpc.testing.TestService/UnaryCall".
 func WithStage(name string) ServerOption {
-	return serverOption(func(c *serverConfig) { c.stage = name })
+	return serverOption(func(c *serverConfig) { c.Stage = name })
 }
 
 // WithObserver sets the observer of every call's budget, including calls
 // refused on arrival. The default is none.
 func WithObserver(o budget.Observer) ServerOption {
-	return serverOption(func(c *serverConfig) { c.observer = o })
+	return serverOption(func(c *serverConfig) { c.Observer = o })
 }
 
 // WithLedgerCapacity bounds the events each call's ledger keeps; see
 // [budget.Config]. The default is 64 events; a negative
 // value disables the ledger.
 func WithLedgerCapacity(n int) ServerOption {
-	return serverOption(func(c *serverConfig) { c.ledgerCap = n })
+	return serverOption(func(c *serverConfig) { c.LedgerCapacity = n })
 }
 
 // WithAdmission gives methods an [budget.Op] each: lookup returns the op of a
@@ -116,18 +98,12 @@ func WithLedgerCapacity(n int) ServerOption {
 // calls that share it), and on the server the handler's whole run is the
 // sample.
 func WithAdmission(lookup func(fullMethod string) *budget.Op) Option {
-	return bothOption{
-		server: func(c *serverConfig) { c.ops = lookup },
-		client: func(c *clientConfig) { c.ops = lookup },
-	}
+	return edge.WithAdmission[serverConfig, clientConfig](lookup)
 }
 
 // Ops maps full method names to their ops. Its Op method is a lookup for
 // [WithAdmission]: WithAdmission(grpcbudget.Ops{"/pkg.Svc/Get": getOp}.Op).
-type Ops map[string]*budget.Op
-
-// Op returns the op of fullMethod, or nil.
-func (o Ops) Op(fullMethod string) *budget.Op { return o[fullMethod] }
+type Ops = edge.Ops
 
 // WithTransit sets the transit allowance taken off the time left before a
 // call is sent, so the callee does not count on time the call spends on the

@@ -94,16 +94,9 @@ type server struct {
 }
 
 func newServer(opts []ServerOption) *server {
-	var cfg serverConfig
-	for _, o := range opts {
-		if o != nil {
-			o.applyServer(&cfg)
-		}
-	}
-	cfg.policy = edge.OrDefault(cfg.policy)
-	k := edge.NewMarginKeeper(cfg.margin)
-	return &server{cfg: cfg, margin: k, arrival: edge.Arrival{Adapter: "grpcbudget",
-		Observer: cfg.observer, LedgerCapacity: cfg.ledgerCap, Margin: k}}
+	cfg := edge.Configure(serverConfig{}, opts)
+	k, a := cfg.Start("grpcbudget")
+	return &server{cfg: cfg, margin: k, arrival: a}
 }
 
 func (s *server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -190,16 +183,16 @@ func (s *server) finish(ctx context.Context, method string) error {
 	return nil
 }
 
-func (s *server) op(method string) *budget.Op { return edge.OpOf(s.cfg.ops, method) }
+func (s *server) op(method string) *budget.Op { return edge.OpOf(s.cfg.Ops, method) }
 
-func (s *server) stage(method string) string { return edge.Named(s.cfg.stage, method) }
+func (s *server) stage(method string) string { return edge.Named(s.cfg.Stage, method) }
 
 // arrive applies the policy to a call arriving with ctx. It returns the
 // context the handler runs in and, when a budget was started, its cancel
 // function; or the error refusing the call.
 func (s *server) arrive(ctx context.Context, method string) (context.Context, context.CancelFunc, error) {
 	now := time.Now()
-	p := s.cfg.policy.Load()
+	p := s.cfg.Policy.Load()
 	if p == nil {
 		return ctx, nil, nil
 	}

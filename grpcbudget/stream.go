@@ -219,8 +219,8 @@ func handleMessage[M any](ctx context.Context, st *streamState, msg *M, handle f
 // or less means none.
 func WithMessageBudget(d time.Duration) Option {
 	return bothOption{
-		server: func(c *serverConfig) { c.stream.message = max(d, 0) },
-		client: func(c *clientConfig) { c.stream.message = max(d, 0) },
+		Server: func(c *serverConfig) { c.stream.message = max(d, 0) },
+		Client: func(c *clientConfig) { c.stream.message = max(d, 0) },
 	}
 }
 
@@ -249,8 +249,8 @@ func WithMessageBudget(d time.Duration) Option {
 // Recv. A d of zero or less means none.
 func WithIdleTimeout(d time.Duration) Option {
 	return bothOption{
-		server: func(c *serverConfig) { c.stream.idle = max(d, 0) },
-		client: func(c *clientConfig) { c.stream.idle = max(d, 0) },
+		Server: func(c *serverConfig) { c.stream.idle = max(d, 0) },
+		Client: func(c *clientConfig) { c.stream.idle = max(d, 0) },
 	}
 }
 

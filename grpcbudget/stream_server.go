@@ -24,7 +24,7 @@ func (s *server) streamLimits(ss grpc.ServerStream, ctx context.Context) (grpc.S
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		sent = md[MessageTimeoutKey]
 	}
-	d, err := edge.MessageBudget(ctx, s.cfg.observer, s.cfg.policy.Load(), cfg.message, sent)
+	d, err := edge.MessageBudget(ctx, s.cfg.Observer, s.cfg.Policy.Load(), cfg.message, sent)
 	if err != nil {
 		return nil, nil, nil, &codedError{code: codes.InvalidArgument, err: err}
 	}
@@ -37,7 +37,7 @@ func (s *server) streamLimits(ss grpc.ServerStream, ctx context.Context) (grpc.S
 		}
 		return &serverStream{ServerStream: ss, ctx: ctx}, ctx, nil, nil
 	}
-	w := &idleWatch{ServerStream: ss, obs: s.cfg.observer, quiet: &idleError{side: "client", idle: cfg.idle}}
+	w := &idleWatch{ServerStream: ss, obs: s.cfg.Observer, quiet: &idleError{side: "client", idle: cfg.idle}}
 	w.ctx, w.cancel = context.WithCancelCause(ctx)
 	w.recv = edge.NewIdleReceiver(cfg.idle, ss.RecvMsg, w.quiet)
 	return w, w.ctx, w, nil
