@@ -219,6 +219,9 @@ func TestClientObeysTheNoRetryMarker(t *testing.T) {
 	}
 
 	each(t, func(t *testing.T, tr transport, p protocol) {
+		// A context of the subtest's own: parallel subtests may wait for
+		// a slot longer than the parent's context lasts.
+		ctx := withTimeout(t, 5*time.Second)
 		svc := new(service)
 		url, hc := serve(t, tr, svc, connect.WithInterceptors(
 			connectbudget.NewServerInterceptor(connectbudget.WithPolicy(&wire.Policy{Min: time.Hour}))))
