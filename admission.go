@@ -376,10 +376,13 @@ func (o *Op) forward(m int64, available time.Duration, dec Admission) Admission 
 	}
 	// Capped as the op's own probes are, once it knows the dependency's
 	// latency: a caller that marks calls with a 30-day budget as probes
-	// gets no more of the dependency than a probe needs.
+	// gets no more of the dependency than a probe needs. But not halved
+	// again: the sender kept half of its caller's time for its fallback
+	// already, and each hop halving what it forwards left a five-hop chain's
+	// leaf too little time to answer a probe ever again.
 	limit := time.Duration(0)
 	if floor := o.probeFloor(); floor > 0 {
-		limit = o.probeCap(floor, available)
+		limit = o.probeScaled(floor)
 	}
 	if s := o.adm.share.Load(); s > 0 && o.randN(rampFull) < s {
 		o.adm.regime.readmitted(m)
@@ -402,8 +405,8 @@ func (o *Op) asProbe(dec Admission, limit time.Duration) Admission {
 	return dec
 }
 
-// probeCap is the time a probe gets: twice the usual latency (and at least
-// the probe floor), doubled after each probe that failed, up to
+// probeCap is the time an op's own probe gets: twice the usual latency (and
+// at least the probe floor), doubled after each probe that failed, up to
 // maxProbeScale times but never past half the time the call has, so that
 // a probe of a dependency that is still slow costs little, and leaves the
 // caller time for its fallback, while one that answers, but slower than
@@ -411,8 +414,14 @@ func (o *Op) asProbe(dec Admission, limit time.Duration) Admission {
 // cache), is reached within a few tries instead of being cut off by every
 // probe for ever.
 func (o *Op) probeCap(floor, available time.Duration) time.Duration {
-	base := max(2*o.usual(), floor)
-	return min(base<<min(max(o.adm.scale.Load(), 0), maxProbeScale), max(base, available/2))
+	return min(o.probeScaled(floor), max(2*o.usual(), floor, available/2))
+}
+
+// probeScaled is twice the usual latency (at least floor) doubled after each
+// probe that failed, up to maxProbeScale times: the time a probe forwarded
+// by its caller gets, and the most an op's own probe gets.
+func (o *Op) probeScaled(floor time.Duration) time.Duration {
+	return max(2*o.usual(), floor) << min(max(o.adm.scale.Load(), 0), maxProbeScale)
 }
 
 // randN returns a random number in [0, n) from the op's Rand, or from the

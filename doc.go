@@ -66,7 +66,7 @@
 //     5 × ProbeEvery (500 ms) of calls, or every 16th call for an op that
 //     knows nothing of the dependency's latency; it is capped at twice the
 //     usual latency, doubling after each failure up to half the call's
-//     time. A
+//     time (the sender's half: the ops below do not halve it again). A
 //     probe is a probe end to end ([WithProbe]): the ops below admit it
 //     whatever their own estimates say, so the first probe after the fault
 //     ends reaches the dependency. Two probes that succeed end the fault

@@ -62,13 +62,13 @@ func TestRetryHonoursDoNotRetry(t *testing.T) {
 func TestGaveUp(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("boom")
-	run := func(r *budget.Retry, ctx context.Context, fail func(n int) error) (error, int) {
+	run := func(r *budget.Retry, ctx context.Context, fail func(n int) error) (int, error) {
 		calls := 0
 		err := r.Do(ctx, &budget.Op{Name: "dep"}, func(context.Context) error {
 			calls++
 			return fail(calls)
 		})
-		return err, calls
+		return calls, err
 	}
 	always := func(int) error { return boom }
 	cases := []struct {
@@ -104,7 +104,7 @@ func TestGaveUp(t *testing.T) {
 				if c.key {
 					ctx = budget.WithIdempotencyKey(ctx)
 				}
-				err, calls := run(c.r, ctx, c.fail)
+				calls, err := run(c.r, ctx, c.fail)
 				if calls != c.calls || budget.GaveUp(err) != c.want || !errors.Is(err, boom) {
 					t.Fatalf("%d calls, err %v, GaveUp %v; want %d calls, GaveUp %v", calls, err, budget.GaveUp(err), c.calls, c.want)
 				}

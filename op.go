@@ -46,7 +46,11 @@ import (
 //     a dependency still slow costs little; after each probe that fails
 //     the cap doubles (up to 64 times, never past half the time the call
 //     has), so a dependency that answers slower than before is still
-//     reached and the caller keeps time for its fallback. The first probe goes 10 ms (or
+//     reached and the caller keeps time for its fallback. A probe a caller
+//     forwards (see [WithProbe]) is capped the same way but not halved
+//     again: its sender kept its fallback's time already, and halving at
+//     every hop would leave the last hop of a long chain too little time.
+//     The first probe goes 10 ms (or
 //     the usual latency) after refusals begin; after each probe that
 //     fails, the interval doubles, up to ProbeEvery, and so does the
 //     number of refused calls a probe waits for, up to 16, but never for

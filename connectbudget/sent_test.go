@@ -173,14 +173,14 @@ func TestClientSendsTheIdempotencyKey(t *testing.T) {
 
 // retried runs call under a Retry of three attempts that retries anything,
 // and returns its error and the number of attempts made.
-func retried(ctx context.Context, call func(ctx context.Context) error) (error, int) {
+func retried(ctx context.Context, call func(ctx context.Context) error) (int, error) {
 	n := 0
 	err := (&budget.Retry{MaxAttempts: 3, Backoff: -1, Idempotent: true}).Do(ctx, &budget.Op{Name: "call"},
 		func(ctx context.Context) error {
 			n++
 			return call(ctx)
 		})
-	return err, n
+	return n, err
 }
 
 // A server that shed the call on arrival, or whose handler gave up after
@@ -199,7 +199,7 @@ func TestClientObeysTheNoRetryMarker(t *testing.T) {
 				return connect.NewError(connect.CodeUnavailable, errors.New("dependency down"))
 			})
 	})
-	err, n := retried(ctx, func(ctx context.Context) error { _, err := unary(ctx, c, "hi"); return err })
+	n, err := retried(ctx, func(ctx context.Context) error { _, err := unary(ctx, c, "hi"); return err })
 	if n != 1 || runs.Load() != 1 {
 		t.Errorf("gave up: %d attempts, the handler ran %d times; want 1 and 1", n, runs.Load())
 	}
@@ -210,7 +210,7 @@ func TestClientObeysTheNoRetryMarker(t *testing.T) {
 
 	// A middle hop relays the bottom's "retried" as its own.
 	middle := serveUnary(t, func(ctx context.Context) (string, error) { return unary(ctx, c, "hi") })
-	err, n = retried(ctx, func(ctx context.Context) error { _, err := unary(ctx, middle, "hi"); return err })
+	n, err = retried(ctx, func(ctx context.Context) error { _, err := unary(ctx, middle, "hi"); return err })
 	if n != 1 || runs.Load() != 2 {
 		t.Errorf("relayed: %d attempts, the bottom ran %d times in all; want 1 and 2", n, runs.Load())
 	}
@@ -226,7 +226,7 @@ func TestClientObeysTheNoRetryMarker(t *testing.T) {
 		url, hc := serve(t, tr, svc, connect.WithInterceptors(
 			connectbudget.NewServerInterceptor(connectbudget.WithPolicy(&wire.Policy{Min: time.Hour}))))
 		ic := connect.WithInterceptors(connectbudget.NewClientInterceptor())
-		err, n := retried(ctx, func(ctx context.Context) error {
+		n, err := retried(ctx, func(ctx context.Context) error {
 			_, err := unary(ctx, unaryClient(hc, url, p.opt, ic), "hi")
 			return err
 		})
@@ -258,7 +258,7 @@ func TestClientObeysTheNoRetryMarkerOnStreams(t *testing.T) {
 		srv.CloseClientConnections()
 		srv.Close()
 	})
-	err, n := retried(withTimeout(t, 5*time.Second), func(ctx context.Context) error {
+	n, err := retried(withTimeout(t, 5*time.Second), func(ctx context.Context) error {
 		return receiveOne(ctx, hc, srv.URL, connect.WithInterceptors(connectbudget.NewClientInterceptor()))
 	})
 	if n != 1 || runs.Load() != 1 {

@@ -157,14 +157,14 @@ func metadataContext(ctx context.Context, k, v string) context.Context {
 
 // retried runs call under a Retry of three attempts that retries anything,
 // and returns its error and the number of attempts made.
-func retried(ctx context.Context, call func(ctx context.Context) error) (error, int) {
+func retried(ctx context.Context, call func(ctx context.Context) error) (int, error) {
 	n := 0
 	err := (&budget.Retry{MaxAttempts: 3, Backoff: -1, Idempotent: true}).Do(ctx, &budget.Op{Name: "call"},
 		func(ctx context.Context) error {
 			n++
 			return call(ctx)
 		})
-	return err, n
+	return n, err
 }
 
 // A server that shed the call on arrival, or whose handler gave up after
@@ -178,7 +178,7 @@ func TestClientObeysTheNoRetryMarker(t *testing.T) {
 	defer cancel()
 
 	c, svc := serve(t, withServer(grpcbudget.UnaryServerInterceptor(), grpcbudget.StreamServerInterceptor()), withClient()...)
-	err, n := retried(ctx, func(ctx context.Context) error { return do(ctx, c, "gave-up") })
+	n, err := retried(ctx, func(ctx context.Context) error { return do(ctx, c, "gave-up") })
 	if n != 1 || svc.calls.Load() != 1 {
 		t.Errorf("gave up: %d attempts, the handler ran %d times; want 1 and 1", n, svc.calls.Load())
 	}
@@ -189,7 +189,7 @@ func TestClientObeysTheNoRetryMarker(t *testing.T) {
 	if status.Code(err) != codes.Unknown {
 		t.Errorf("gave up: code %v, want the handler's UNKNOWN", status.Code(err))
 	}
-	err, n = retried(ctx, func(ctx context.Context) error {
+	n, err = retried(ctx, func(ctx context.Context) error {
 		st, err := c.StreamingOutputCall(ctx, &grpc_testing.StreamingOutputCallRequest{Payload: &grpc_testing.Payload{Body: []byte("gave-up")}})
 		if err != nil {
 			return err
@@ -209,7 +209,7 @@ func TestClientObeysTheNoRetryMarker(t *testing.T) {
 	shed, svc2 := serve(t, withServer(grpcbudget.UnaryServerInterceptor(grpcbudget.WithPolicy(p)),
 		grpcbudget.StreamServerInterceptor(grpcbudget.WithPolicy(p))), withClient()...)
 	for _, kind := range []string{"unary", "stream"} {
-		err, n := retried(ctx, func(ctx context.Context) error {
+		n, err := retried(ctx, func(ctx context.Context) error {
 			if kind == "unary" {
 				return do(ctx, shed, "")
 			}

@@ -137,7 +137,7 @@ func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	}
 	bctx, cancel, err := s.arrive(ss.Context(), method)
 	if err != nil {
-		return refused(nil, ss, err)
+		return refused(ss.Context(), ss, err)
 	}
 	if cancel != nil {
 		defer cancel()
@@ -153,7 +153,7 @@ func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 			return handler(srv, &serverStream{ServerStream: ss, ctx: ctx})
 		})
 		if err != nil && !ran {
-			return refused(nil, ss, toStatus(bctx, err))
+			return refused(ss.Context(), ss, toStatus(bctx, err))
 		}
 	} else if bctx != ss.Context() {
 		err = handler(srv, &serverStream{ServerStream: ss, ctx: bctx})
@@ -167,7 +167,7 @@ func (s *server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	if err == nil {
 		return s.finish(bctx, method)
 	}
-	return gaveUp(nil, ss, toStatus(bctx, err))
+	return gaveUp(ss.Context(), ss, toStatus(bctx, err))
 }
 
 // finish checks a handler that returned a nil error. When its budget had run

@@ -58,7 +58,7 @@ func TestSpanEventAttributes(t *testing.T) {
 		}
 		for k, v := range want[i] {
 			if got[k] != v {
-				t.Errorf("event %s: %s = %v, want %v", ev.Name, k, got[k].Emit(), v.Emit())
+				t.Errorf("event %s: %s = %v, want %v", ev.Name, k, got[k].String(), v.String())
 			}
 		}
 	}
