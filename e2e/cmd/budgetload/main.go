@@ -60,12 +60,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/httpbudget"
 	"github.com/timebudget/budget/wire"
+
+	"github.com/timebudget/budget/e2e/internal/load"
 )
 
 func main() {
@@ -101,16 +102,16 @@ func main() {
 			names = append(names, strings.TrimSpace(p))
 		}
 		// Interleave as many patterns as the open-file limit allows.
-		per := max(1, (files(uint64(filesPer*n*len(names)+filesSpare))-filesSpare)/(filesPer*n))
+		per := max(1, (filesUpTo(uint64(filesPer*n*len(names)+filesSpare))-filesSpare)/(filesPer*n))
 		for len(names) > 0 {
 			group := names[:min(per, len(names))]
 			names = names[len(group):]
-			before := loadavg()
+			before := load.LoadAvg()
 			res, err := run(group, n, *learn, *rounds, *total)
 			if err != nil {
 				log.Fatal(err)
 			}
-			after := loadavg()
+			after := load.LoadAvg()
 			for i, p := range group {
 				fmt.Println(res[i].row(n, p) + " " + before + " → " + after + " |")
 			}
@@ -132,10 +133,15 @@ type result struct {
 
 func (r *result) row(n int, pattern string) string {
 	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 1, 64) }
+	q := func(d []time.Duration, at float64) time.Duration {
+		s := slices.Clone(d)
+		slices.Sort(s)
+		return load.Quantile(s, at)
+	}
 	return fmt.Sprintf("| %d | %s | %s / %s | %s | %s | %d / %d | %d (%d) | %d | %d | %d | %d | %s / %s / %s |", n, pattern,
-		ms(quantile(r.over, 0.5)), ms(quantile(r.over, 0.99)), ms(quantile(r.orphan, 0.99)), ms(quantile(r.stop, 0.5)),
+		ms(q(r.over, 0.5)), ms(q(r.over, 0.99)), ms(q(r.orphan, 0.99)), ms(q(r.stop, 0.5)),
 		r.opened, r.closed, r.expired, r.inBudget, r.timer, r.ok, r.other, r.cpu.Microseconds(),
-		ms(quantile(r.margins[0], 0.5)), ms(quantile(r.margins[1], 0.5)), ms(quantile(r.margins[2], 0.5)))
+		ms(q(r.margins[0], 0.5)), ms(q(r.margins[1], 0.5)), ms(q(r.margins[2], 0.5)))
 }
 
 // hops is one pattern's three servers and the client's HTTP client.
@@ -177,12 +183,6 @@ func serve(h http.Handler) (*counted, error) {
 	return c, nil
 }
 
-func pool(n int) *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns, t.MaxIdleConnsPerHost = 2*n, 2*n
-	return t
-}
-
 func setup(pattern string, n int, total time.Duration) (*hops, error) {
 	hs := &hops{stops: make([]atomic.Int64, n)}
 	for i := range hs.dls {
@@ -202,7 +202,7 @@ func setup(pattern string, n int, total time.Duration) (*hops, error) {
 				httpbudget.WithAnswerMargin(m))
 		}
 		relay = func(next, stage string) http.Handler {
-			c := &http.Client{Transport: httpbudget.NewTransport(pool(n), httpbudget.WithClientStage(stage))}
+			c := &http.Client{Transport: httpbudget.NewTransport(load.Pool(n), httpbudget.WithClientStage(stage))}
 			op := &budget.Op{Name: stage}
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				hs.saw(r, r.Context(), stage)
@@ -236,11 +236,11 @@ func setup(pattern string, n int, total time.Duration) (*hops, error) {
 				hs.stopped(r)
 			})
 		}
-		client = httpbudget.NewTransport(pool(n))
+		client = httpbudget.NewTransport(load.Pool(n))
 	case "careful":
 		wrap = func(h http.Handler, _ string) http.Handler { return h }
 		relay = func(next, stage string) http.Handler {
-			c := &http.Client{Transport: pool(n)}
+			c := &http.Client{Transport: load.Pool(n)}
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				ctx, cancel := context.WithTimeout(r.Context(), total)
 				defer cancel()
@@ -262,7 +262,7 @@ func setup(pattern string, n int, total time.Duration) (*hops, error) {
 				w.WriteHeader(http.StatusGatewayTimeout)
 			})
 		}
-		client = pool(n)
+		client = load.Pool(n)
 	default:
 		return nil, fmt.Errorf("unknown pattern %q: want budget, admit, shared or careful", pattern)
 	}
@@ -351,9 +351,9 @@ func run(patterns []string, n, learn, rounds int, total time.Duration) ([]*resul
 	}
 	for range rounds {
 		for i, hs := range hss {
-			cpu0 := cpuTime()
+			cpu0 := load.CPUTime()
 			hs.round(patterns[i], n, total, res[i])
-			res[i].cpu += cpuTime() - cpu0
+			res[i].cpu += load.CPUTime() - cpu0
 		}
 	}
 	for i, hs := range hss {
@@ -478,56 +478,19 @@ func (r *result) add(over time.Duration, err error, status int) {
 	}
 }
 
-func quantile(d []time.Duration, q float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[min(int(q*float64(len(s))), len(s)-1)]
-}
-
-// cpuTime returns the CPU time this process has used, user and system.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // A pattern holds up to N connections at each of its three hops, with both
 // ends in this process, and the careful pattern's reconnects add more:
 // filesPer files per concurrent request, plus filesSpare for the rest.
 const filesPer, filesSpare = 7, 2000
 
-// files raises the process's limit on open files towards want, as far as
-// it may (raising the hard limit needs privilege), and returns the limit.
-func files(want uint64) int {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return 1 << 20
+// filesUpTo raises the open-file limit towards want, as far as the process
+// may, and returns the limit it has.
+func filesUpTo(want uint64) int {
+	n, err := load.RaiseFiles(want)
+	if n == 0 && err != nil {
+		return 1 << 20 // the limit cannot be read: assume enough, as before
 	}
-	if lim.Cur < want {
-		raised := lim
-		raised.Cur, raised.Max = want, max(lim.Max, want)
-		if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised) == nil {
-			return int(want)
-		}
-		lim.Cur = max(lim.Cur, min(lim.Max, want))
-		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
-	}
-	return int(lim.Cur)
-}
-
-// loadavg returns the machine's one-minute load average, or "?" where
-// /proc/loadavg cannot be read.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
-		return f[0]
-	}
-	return "?"
+	return n
 }
 
 func init() { log.SetOutput(os.Stderr); log.SetFlags(0) }

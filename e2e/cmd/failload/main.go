@@ -61,12 +61,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/httpbudget"
 	"github.com/timebudget/budget/wire"
+
+	"github.com/timebudget/budget/e2e/internal/load"
 )
 
 // Result is what one pattern measured at one concurrency, over its
@@ -180,7 +181,7 @@ func run(cfg config) (*Report, error) {
 			return nil, fmt.Errorf("failload: unknown pattern %q (want budget or plain)", p)
 		}
 	}
-	rep := &Report{BudgetMs: ms(cfg.budget), GOMAXPROCS: runtime.GOMAXPROCS(0), LoadBefore: loadavg()}
+	rep := &Report{BudgetMs: load.Ms(cfg.budget), GOMAXPROCS: runtime.GOMAXPROCS(0), LoadBefore: load.LoadAvg()}
 	for _, n := range cfg.ns {
 		res, err := measure(n, cfg)
 		if err != nil {
@@ -188,7 +189,7 @@ func run(cfg config) (*Report, error) {
 		}
 		rep.Results = append(rep.Results, res...)
 	}
-	rep.LoadAfter = loadavg()
+	rep.LoadAfter = load.LoadAvg()
 	return rep, nil
 }
 
@@ -206,13 +207,6 @@ type rig struct {
 	running atomic.Int64 // backend handlers still running
 }
 
-// pool returns a transport that keeps n idle connections per host.
-func pool(n int) *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns, t.MaxIdleConnsPerHost = 2*n, 2*n
-	return t
-}
-
 func newRig(pattern string, n int, total time.Duration) (*rig, error) {
 	r := &rig{pattern: pattern, budget: total}
 	backend := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -225,13 +219,13 @@ func newRig(pattern string, n int, total time.Duration) (*rig, error) {
 		time.Sleep(20 * time.Millisecond)
 		_, _ = io.WriteString(w, "ok")
 	})
-	toBackend := pool(n)
+	toBackend := load.Pool(n)
 	dial := toBackend.DialContext
 	toBackend.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		r.dials.Add(1)
 		return dial(ctx, network, addr)
 	}
-	toEdge := pool(n)
+	toEdge := load.Pool(n)
 	cdial := toEdge.DialContext
 	toEdge.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		r.cdials.Add(1)
@@ -379,7 +373,7 @@ func (r *rig) burst(n int, timeout time.Duration) ([]time.Duration, map[string]i
 // each pattern sees the machine in the same state; otherwise the patterns
 // are measured one after the other, each on its own.
 func measure(n int, cfg config) ([]Result, error) {
-	if cfg.profile != "" || filesFor(n)*len(cfg.patterns) > fileLimit() {
+	if cfg.profile != "" || filesFor(n)*len(cfg.patterns) > load.FileLimit() {
 		var out []Result
 		for _, p := range cfg.patterns {
 			res, err := measureGroup([]string{p}, n, cfg)
@@ -478,9 +472,9 @@ func (r *rig) round(n int, a *accum) {
 	runtime.ReadMemStats(&m0)
 	dials, cdials := r.dials.Load(), r.cdials.Load()
 	stop := sampleGoroutines()
-	c0 := cpuTime()
+	c0 := load.CPUTime()
 	over, answers := r.burst(n, r.budget)
-	a.cpu += cpuTime() - c0
+	a.cpu += load.CPUTime() - c0
 	a.res.GoroutinesPeak = max(a.res.GoroutinesPeak, stop())
 	runtime.ReadMemStats(&m1)
 	a.allocs += m1.Mallocs - m0.Mallocs
@@ -501,10 +495,10 @@ func (a *accum) result() Result {
 		return res
 	}
 	slices.Sort(a.overs)
-	res.OvershootP50Ms = ms(quantile(a.overs, 0.50))
-	res.OvershootP99Ms = ms(quantile(a.overs, 0.99))
-	res.OvershootMaxMs = ms(a.overs[len(a.overs)-1])
-	res.CPUMsPerFailure = ms(a.cpu) / float64(res.Failures)
+	res.OvershootP50Ms = load.Ms(load.Quantile(a.overs, 0.50))
+	res.OvershootP99Ms = load.Ms(load.Quantile(a.overs, 0.99))
+	res.OvershootMaxMs = load.Ms(a.overs[len(a.overs)-1])
+	res.CPUMsPerFailure = load.Ms(a.cpu) / float64(res.Failures)
 	res.AllocsPerFailure = float64(a.allocs) / float64(res.Failures)
 	return res
 }
@@ -537,62 +531,19 @@ func sampleGoroutines() (stop func() int) {
 	}
 }
 
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// cpuTime returns the CPU time this process has used, user and system.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // filesFor is the open files n concurrent requests need: both ends of n
 // connections at each of two hops, and some to spare.
 func filesFor(n int) int { return 4*n + 500 }
 
-// fileLimit returns the process's RLIMIT_NOFILE.
-func fileLimit() int {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return 0
-	}
-	return int(min(lim.Cur, 1<<30))
-}
-
 // raiseFiles raises the process's RLIMIT_NOFILE to at least want, or
 // says why it cannot.
 func raiseFiles(want uint64) error {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return fmt.Errorf("failload: reading the open-file limit: %w", err)
-	}
-	if lim.Cur >= want {
+	got, err := load.RaiseFiles(want)
+	if err == nil {
 		return nil
 	}
-	raised := syscall.Rlimit{Cur: want, Max: max(lim.Max, want)}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err != nil {
-		return fmt.Errorf("failload: %d open files are needed (4 per concurrent request), the limit is %d (hard %d) and raising it failed: %v; "+
-			"raise the hard limit (ulimit -Hn, or run with the privilege to) or lower -n", want, lim.Cur, lim.Max, err)
-	}
-	return nil
-}
-
-// loadavg returns the machine's one-minute load average, or "?".
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
-		return f[0]
-	}
-	return "?"
+	return fmt.Errorf("failload: %d open files are needed (4 per concurrent request), the limit is %d and raising it failed: %v; "+
+		"raise the hard limit (ulimit -Hn, or run with the privilege to) or lower -n", want, got, err)
 }
 
 // table renders the report as a Markdown table.
