@@ -80,6 +80,19 @@ func TestHarnessSmall(t *testing.T) {
 		if r.Fault != faultPayment && r.Duplicates != 0 {
 			t.Errorf("side effects counted under %s: %+v", r.Fault, r)
 		}
+		// What holds for any number of requests: with keys on, budget
+		// never repeats the payment, and its retries cannot multiply
+		// across hops (the hop nearest the failure makes at most its 3
+		// attempts; the hops above do not retry), where naive retries
+		// make 27 calls a request.
+		if r.Variant == "budget" {
+			if r.Fault == faultPayment && r.Duplicates != 0 {
+				t.Errorf("budget repeated %d payments with keys on", r.Duplicates)
+			}
+			if (r.Fault == faultFail || r.Fault == faultHang) && r.CallsAtBottom > 3*6 {
+				t.Errorf("budget under %s: %d calls at the bottom for 6 requests, more than one hop's 3 attempts each", r.Fault, r.CallsAtBottom)
+			}
+		}
 	}
 	if len(seen) != len(variants)*len(faults) {
 		t.Errorf("runs %v do not cover every variant and fault", seen)
