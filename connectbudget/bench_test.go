@@ -2,6 +2,7 @@ package connectbudget_test
 
 import (
 	"context"
+	"github.com/timebudget/budget/edge"
 	"testing"
 	"time"
 
@@ -58,7 +59,7 @@ func BenchmarkServerInterceptor(b *testing.B) { benchServer(b, connectbudget.New
 func BenchmarkServerInterceptorShed(b *testing.B) {
 	b.ReportAllocs()
 	ctx, req := benchRequest(b)
-	u := connectbudget.NewServerInterceptor(connectbudget.WithPolicy(&wire.Policy{Min: time.Hour * 2})).WrapUnary(bareUnary)
+	u := connectbudget.NewServerInterceptor(edge.WithPolicy(&wire.Policy{Min: time.Hour * 2})).WrapUnary(bareUnary)
 	for b.Loop() {
 		if _, err := u(ctx, req); err == nil {
 			b.Fatal("not shed")
@@ -125,7 +126,7 @@ func TestInterceptorAllocations(t *testing.T) {
 	if got := server(connectbudget.NewServerInterceptor()); got > maxServer {
 		t.Errorf("server interceptor: %v allocations, want at most %d", got, maxServer)
 	}
-	if got := server(connectbudget.NewServerInterceptor(connectbudget.WithPolicy(&wire.Policy{Min: 2 * time.Hour}))); got > maxShed {
+	if got := server(connectbudget.NewServerInterceptor(edge.WithPolicy(&wire.Policy{Min: 2 * time.Hour}))); got > maxShed {
 		t.Errorf("server interceptor, shed call: %v allocations, want at most %d", got, maxShed)
 	}
 	floor := client(passThrough{})

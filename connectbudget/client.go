@@ -23,7 +23,7 @@ import (
 // For a call whose context has a deadline it
 //
 //   - runs the call as one attempt of the procedure's op when
-//     [WithAdmission] gives it one: the op refuses a call its measurements
+//     [edge.WithAdmission] gives it one: the op refuses a call its measurements
 //     say cannot finish, bounds the attempt by its Cap and the budget's
 //     reserve, and learns the call's latency;
 //   - refuses the call locally when less than the minimum useful time is
@@ -66,8 +66,8 @@ import (
 // [budget.ServerRefused] for "shed" (refused on arrival), [budget.Executed]
 // for "retried" or any other value; [budget.Retry] does not retry it, and a
 // handler that returns it gives up in turn.
-func NewClientInterceptor(opts ...ClientOption) connect.Interceptor {
-	return &client{cfg: edge.ConfigureClient(clientConfig{minUseful: time.Millisecond}, opts)}
+func NewClientInterceptor(opts ...edge.ClientOption) connect.Interceptor {
+	return &client{cfg: edge.ConfigureClient(clientConfig{ClientSettings: edge.ClientSettings{MinUseful: time.Millisecond}}, opts)}
 }
 
 type client struct{ cfg clientConfig }
@@ -169,12 +169,12 @@ func (c *client) outgoing(ctx context.Context, procedure string, header http.Hea
 	if v, ok := edge.ProbeValue(ctx); ok {
 		header[budgetProbeKey] = []string{v}
 	}
-	call, ok, err := edge.Send(ctx, c.cfg.stageOf(procedure), edge.Outbound{Transit: c.cfg.transit, MinUseful: c.cfg.minUseful})
+	call, ok, err := edge.Send(ctx, c.cfg.stageOf(procedure), edge.Outbound{Transit: c.cfg.Transit, MinUseful: c.cfg.MinUseful})
 	if !ok || err != nil {
 		return ctx, nil, err
 	}
 	var cancel context.CancelFunc
-	if c.cfg.transit > 0 {
+	if c.cfg.Transit > 0 {
 		ctx, cancel = context.WithDeadlineCause(ctx, call.Deadline, budget.ErrExpired)
 	}
 	var buf [24]byte

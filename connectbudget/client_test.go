@@ -3,6 +3,7 @@ package connectbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"strconv"
 	"testing"
 	"time"
@@ -65,7 +66,7 @@ func TestClientRefusesLocally(t *testing.T) {
 	t.Parallel()
 	svc := new(service)
 	url, hc := serve(t, transports[1], svc)
-	ic := connect.WithInterceptors(connectbudget.NewClientInterceptor(connectbudget.WithMinUseful(time.Second)))
+	ic := connect.WithInterceptors(connectbudget.NewClientInterceptor(edge.WithMinUseful(time.Second)))
 	ctx := withTimeout(t, 300*ms)
 	_, err := unary(ctx, unaryClient(hc, url, ic), "hi")
 	if !errors.Is(err, budget.ErrInsufficient) || connect.CodeOf(err) != connect.CodeDeadlineExceeded {
@@ -89,7 +90,7 @@ func TestClientTransit(t *testing.T) {
 	t.Parallel()
 	svc := new(service)
 	url, hc := serve(t, transports[1], svc)
-	c := unaryClient(hc, url, connect.WithInterceptors(connectbudget.NewClientInterceptor(connectbudget.WithTransit(time.Second))))
+	c := unaryClient(hc, url, connect.WithInterceptors(connectbudget.NewClientInterceptor(edge.WithTransit(time.Second))))
 	if _, err := unary(withTimeout(t, 3*time.Second), c, "hi"); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestClientAdmission(t *testing.T) {
 	op := &budget.Op{Name: "pay", MinUseful: 2 * time.Second}
 	svc := new(service)
 	url, hc := serve(t, transports[1], svc)
-	adm := connectbudget.WithAdmission(connectbudget.Ops{unaryProc: op, bidiProc: op}.Op)
+	adm := edge.WithAdmission(edge.Ops{unaryProc: op, bidiProc: op}.Op)
 	ic := connect.WithInterceptors(connectbudget.NewClientInterceptor(adm))
 	_, err := unary(withTimeout(t, 500*ms), unaryClient(hc, url, ic), "hi")
 	if !errors.Is(err, budget.ErrInsufficient) || connect.CodeOf(err) != connect.CodeDeadlineExceeded {

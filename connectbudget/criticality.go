@@ -22,17 +22,17 @@ import (
 // default class unless configured. A classifier, when set, decides over
 // such a context's class. f runs on every such call before the handler, so
 // it must be cheap and safe for concurrent use; a nil f removes the
-// classifier. With enforcement off (a [WithSwitch] holding nil) nothing is
+// classifier. With enforcement off (a [edge.WithSwitch] holding nil) nothing is
 // read and the context is left as it is.
 //
 // The class is put on the handler's context ([budget.CriticalityFrom]),
-// where [budget.Op] admission ([WithAdmission] and [WithMessageAdmission]
+// where [budget.Op] admission ([edge.WithAdmission] and [WithMessageAdmission]
 // included) and [budget.Queue] read it, so that under a shortage sheddable
 // work is refused first. The client interceptor sends a context's class
 // other than the default as the Request-Criticality header on every call,
 // for the Connect, gRPC and gRPC-Web protocols alike, with or without a
 // deadline: nothing native to those protocols carries the class.
-func WithClassifier(f func(ctx context.Context, procedure string) budget.Criticality) ServerOption {
+func WithClassifier(f func(ctx context.Context, procedure string) budget.Criticality) edge.ServerOption {
 	return serverOption(func(c *serverConfig) { c.classify = f })
 }
 

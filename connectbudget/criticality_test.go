@@ -3,6 +3,7 @@ package connectbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -71,7 +72,7 @@ func TestCriticalityAcrossTwoConnectHops(t *testing.T) {
 					}
 					return toB.CallUnary(ctx, connect.NewRequest(r.Msg))
 				}, connect.WithInterceptors(connectbudget.NewServerInterceptor(
-					connectbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone}),
+					edge.WithPolicy(&wire.Policy{Trust: wire.SourcesNone}),
 					connectbudget.WithClassifier(func(_ context.Context, procedure string) budget.Criticality {
 						if procedure != unaryProc {
 							return budget.Sheddable
@@ -126,7 +127,7 @@ func TestCriticalityTrust(t *testing.T) {
 			t.Parallel()
 			for _, p := range protocols {
 				url, hc := serveH2C(t, classHandler(connect.WithInterceptors(
-					connectbudget.NewServerInterceptor(connectbudget.WithPolicy(tc.policy)))))
+					connectbudget.NewServerInterceptor(edge.WithPolicy(tc.policy)))))
 				req := connect.NewRequest(&str{Value: "hi"})
 				req.Header().Set(wire.HeaderRequestCriticality, tc.value)
 				resp, err := connect.NewClient[str, str](hc, url+unaryProc, p.opt).CallUnary(context.Background(), req)
@@ -183,7 +184,7 @@ func TestAdmissionShedsByClass(t *testing.T) {
 		for _, p := range protocols {
 			svc := new(service)
 			url, hc := serve(t, transports[1], svc, connect.WithInterceptors(connectbudget.NewServerInterceptor(
-				connectbudget.WithAdmission(connectbudget.Ops{unaryProc: op}.Op))))
+				edge.WithAdmission(edge.Ops{unaryProc: op}.Op))))
 			c := unaryClient(hc, url, p.opt, connect.WithInterceptors(connectbudget.NewClientInterceptor()))
 			ctx := withTimeout(t, 5*time.Second)
 			_, err := unary(budget.WithCriticality(ctx, budget.Sheddable), c, "hi")
@@ -206,7 +207,7 @@ func TestAdmissionShedsByClass(t *testing.T) {
 		eachBidi(t, func(t *testing.T, p protocol) {
 			svc := new(service)
 			url, hc := serve(t, transports[1], svc, connect.WithInterceptors(connectbudget.NewServerInterceptor(
-				connectbudget.WithMessageAdmission(connectbudget.Ops{workProc: op}.Op))))
+				connectbudget.WithMessageAdmission(edge.Ops{workProc: op}.Op))))
 			c := connect.NewClient[str, str](hc, url+workProc, p.opt, connect.WithInterceptors(connectbudget.NewClientInterceptor()))
 			for class, want := range map[budget.Criticality]string{budget.Sheddable: "refused", budget.Critical: "done"} {
 				ctx := budget.WithCriticality(withTimeout(t, 5*time.Second), class)

@@ -17,7 +17,7 @@
 // protocol's own header, which connect-go writes from the context's
 // deadline, and as this library's Request-Timeout-Ms and Request-Deadline.
 //
-// Per-procedure admission ([WithAdmission]) runs calls as attempts of a
+// Per-procedure admission ([edge.WithAdmission]) runs calls as attempts of a
 // [budget.Op] on either side, so a procedure whose measured latency cannot
 // fit in what is left is refused before it starts.
 //
@@ -28,7 +28,7 @@
 // interceptor puts on the handler's context the class of a trusted header,
 // else of its classifier ([WithClassifier]), else the class the context
 // already carries (otelbudget's baggage propagator's, say), else the
-// policy's Criticality; admission ([WithAdmission], [WithMessageAdmission])
+// policy's Criticality; admission ([edge.WithAdmission], [WithMessageAdmission])
 // then refuses sheddable work first under a shortage. The client
 // interceptor sends the context's class when it is not the default. An edge
 // whose policy trusts [wire.SourcesNone] ignores the class a client sends,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -29,7 +30,7 @@ func ExampleNewServerInterceptor() {
 			return connect.NewResponse(wrapperspb.String("paid")), nil
 		},
 		connect.WithInterceptors(connectbudget.NewServerInterceptor(
-			connectbudget.WithPolicy(policy), connectbudget.WithStage("checkout")))))
+			edge.WithPolicy(policy), edge.WithStage("checkout")))))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
@@ -120,20 +121,20 @@ func ExampleWithClassifier() {
 	toBackend := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](backendSrv.Client(),
 		backendSrv.URL+pay, connect.WithInterceptors(connectbudget.NewClientInterceptor()))
 
-	edge := http.NewServeMux()
-	edge.Handle(pay, connect.NewUnaryHandler(pay,
+	front := http.NewServeMux()
+	front.Handle(pay, connect.NewUnaryHandler(pay,
 		func(ctx context.Context, r *connect.Request[wrapperspb.StringValue]) (*connect.Response[wrapperspb.StringValue], error) {
 			return toBackend.CallUnary(ctx, connect.NewRequest(r.Msg))
 		},
 		connect.WithInterceptors(connectbudget.NewServerInterceptor(
-			connectbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Max: 2 * time.Second}),
+			edge.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Max: 2 * time.Second}),
 			connectbudget.WithClassifier(func(_ context.Context, procedure string) budget.Criticality {
 				if procedure == pay {
 					return budget.Critical
 				}
 				return budget.Sheddable
 			})))))
-	edgeSrv := httptest.NewServer(edge)
+	edgeSrv := httptest.NewServer(front)
 	defer edgeSrv.Close()
 
 	client := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](edgeSrv.Client(), edgeSrv.URL+pay)

@@ -2,6 +2,7 @@ package connectbudget_test
 
 import (
 	"context"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"net/http"
 	"testing"
@@ -59,7 +60,7 @@ func FuzzServerInterceptor(f *testing.F) {
 		var pair [2]connect.Interceptor
 		for i, strict := range []bool{false, true} {
 			p := wire.Policy{Max: max, Min: time.Millisecond, AnswerMargin: time.Millisecond, Trust: trust, Strict: strict}
-			pair[i] = connectbudget.NewServerInterceptor(connectbudget.WithPolicy(&p), connectbudget.WithMessageBudget(perMessage))
+			pair[i] = connectbudget.NewServerInterceptor(edge.WithPolicy(&p), connectbudget.WithMessageBudget(perMessage))
 		}
 		interceptors = append(interceptors, pair)
 	}

@@ -3,6 +3,7 @@ package connectbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -38,7 +39,7 @@ func serveIdempotent(t *testing.T, store idempotency.Store, f func(ctx context.C
 		s.runs.Add(1)
 		return f(ctx, r.Msg.GetValue())
 	}, connect.WithInterceptors(
-		connectbudget.NewServerInterceptor(connectbudget.WithPolicy(&wire.Policy{AnswerMargin: 100 * ms})),
+		connectbudget.NewServerInterceptor(edge.WithPolicy(&wire.Policy{AnswerMargin: 100 * ms})),
 		connectbudget.NewIdempotentInterceptor(store))))
 	srv := httptest.NewUnstartedServer(mux)
 	srv.Config.Protocols = new(http.Protocols)

@@ -6,17 +6,7 @@ import (
 
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/edge"
-	"github.com/timebudget/budget/wire"
 )
-
-// ServerOption configures [NewServerInterceptor].
-type ServerOption = edge.ServerOption[serverConfig]
-
-// ClientOption configures [NewClientInterceptor].
-type ClientOption = edge.ClientOption[clientConfig]
-
-// Option configures both sides: it is a [ServerOption] and a [ClientOption].
-type Option = edge.Option[serverConfig, clientConfig]
 
 type serverConfig struct {
 	edge.ServerSettings
@@ -29,96 +19,14 @@ type serverConfig struct {
 
 type clientConfig struct {
 	edge.ClientSettings
-	transit   time.Duration
-	minUseful time.Duration
-	message   time.Duration
-	idle      time.Duration
-	stage     string
+	message time.Duration
+	idle    time.Duration
 }
 
 type (
 	serverOption = edge.ServerFunc[serverConfig]
-	clientOption = edge.ClientFunc[clientConfig]
 	bothOption   = edge.Both[serverConfig, clientConfig]
 )
-
-// WithPolicy sets a fixed inbound policy. The default is the zero
-// [wire.Policy]: trust the default sources (Connect-Timeout-Ms and
-// grpc-timeout among them) with no cap, impose no deadline on calls that
-// carry none, refuse only calls whose deadline has passed; that suits a
-// service behind a trusted edge, not the edge itself (see
-// [NewServerInterceptor]). A nil policy turns enforcement off. Use
-// [WithSwitch] to change it at run time.
-//
-// A policy that [wire.Policy.Validate] rejects (a negative value, a Min that
-// would shed every call) is a setup mistake: [NewServerInterceptor] panics
-// with an error matching [budget.ErrMisconfigured] and [wire.ErrInvalidPolicy]
-// that names the field, before any call is served. Call Validate first to
-// handle the mistake as an error instead.
-func WithPolicy(p *wire.Policy) ServerOption {
-	return serverOption(func(c *serverConfig) { c.Policy = edge.PolicySwitch("connectbudget", p) })
-}
-
-// WithSwitch makes the interceptor load its inbound policy from s for each
-// call: storing a policy in s changes what a running server enforces (nil
-// turns enforcement off), and [wire.Switch.Store] keeps the running policy
-// when the new one is invalid. A nil s means the default policy.
-func WithSwitch(s *wire.Switch) ServerOption {
-	return serverOption(func(c *serverConfig) { c.Policy = s })
-}
-
-// WithStage names the stage that starts each call's budget, as the ledger
-// and refusals report it. The default is the call's procedure, such as
-// "/acme.v1.CheckoutService/Pay".
-func WithStage(name string) ServerOption {
-	return serverOption(func(c *serverConfig) { c.Stage = name })
-}
-
-// WithObserver sends the events of each call's budget to o, those of a call
-// refused before its handler ran included. Without it, no observer.
-func WithObserver(o budget.Observer) ServerOption {
-	return serverOption(func(c *serverConfig) { c.Observer = o })
-}
-
-// WithLedgerCapacity sets how many events a call's ledger holds (64 unless
-// set; see [budget.Config]); n below zero means no ledger at all.
-func WithLedgerCapacity(n int) ServerOption {
-	return serverOption(func(c *serverConfig) { c.LedgerCapacity = n })
-}
-
-// WithAnswerMargin sets the answer margin of the server interceptor: time
-// held back from the handler's deadline so that, when the handler runs out
-// of budget, DeadlineExceeded reaches the caller before the caller's own
-// deadline. The handler's deadline is the caller's less the larger of the
-// margin and the policy's AnswerMargin.
-//
-// The default (zero) is adaptive: 1 ms plus four times a peak-following
-// average of how late, after a handler's deadline, handlers return, at most
-// 10 ms. A positive d is a fixed margin; a negative d holds back nothing but
-// AnswerMargin. Either way the margin is at most 1/10 of the caller's time left.
-func WithAnswerMargin(d time.Duration) ServerOption {
-	return serverOption(func(c *serverConfig) { c.Margin = d })
-}
-
-// WithAdmission gives procedures a [budget.Op] each: lookup returns the op
-// of a procedure ("/pkg.Service/Method"), or nil for a procedure without
-// one. [Ops] turns a map into a lookup. The default is no admission.
-//
-// On the server, a call to a procedure with an op runs its handler as one
-// attempt of the op: the op measures the handler's latency, and a call
-// whose remaining budget the measurements say it cannot fit is refused
-// before the handler runs, with DeadlineExceeded. On the client, the same
-// happens before anything is sent: a refused call makes no network call.
-// Streams are admitted the same way, but a stream's lifetime is not a
-// latency, so on the client a stream's op decides without learning, and on
-// the server the handler's whole run is the sample.
-func WithAdmission(lookup func(procedure string) *budget.Op) Option {
-	return edge.WithAdmission[serverConfig, clientConfig](lookup)
-}
-
-// Ops maps procedures to their ops. Its Op method is a lookup for
-// [WithAdmission]: WithAdmission(connectbudget.Ops{"/pkg.Svc/Get": getOp}.Op).
-type Ops = edge.Ops
 
 // WithMessageBudget sets the per-message budget of streams.
 //
@@ -142,7 +50,7 @@ type Ops = edge.Ops
 //
 // Unary calls are not affected: their budget is the call's deadline. The
 // default is none.
-func WithMessageBudget(d time.Duration) Option {
+func WithMessageBudget(d time.Duration) edge.Option {
 	d = max(d, 0)
 	return bothOption{
 		Server: func(c *serverConfig) { c.message = d },
@@ -160,9 +68,9 @@ func WithMessageBudget(d time.Duration) Option {
 // ([MessageContext]) is over before the handler sees it, with a cause
 // matching [budget.ErrInsufficient], and the handler should skip it. An
 // admitted message's context is also bounded by the op's Cap. This is
-// apart from [WithAdmission], which admits the whole stream. The default
+// apart from [edge.WithAdmission], which admits the whole stream. The default
 // is none.
-func WithMessageAdmission(lookup func(procedure string) *budget.Op) ServerOption {
+func WithMessageAdmission(lookup func(procedure string) *budget.Op) edge.ServerOption {
 	return serverOption(func(c *serverConfig) { c.messageOps = lookup })
 }
 
@@ -184,7 +92,7 @@ func WithMessageAdmission(lookup func(procedure string) *budget.Op) ServerOption
 // only once the client sends more or closes the body. The handler has
 // stopped either way. The message its waiting Receive was given must not
 // be used.
-func WithIdleTimeout(d time.Duration) Option {
+func WithIdleTimeout(d time.Duration) edge.Option {
 	d = max(d, 0)
 	return bothOption{
 		Server: func(c *serverConfig) { c.idle = d },
@@ -192,31 +100,6 @@ func WithIdleTimeout(d time.Duration) Option {
 	}
 }
 
-// WithTransit sets the transit allowance taken off the time left before a
-// call is sent, so the callee does not count on time the call spends on the
-// wire. The call's context gets a deadline that much earlier, and
-// connect-go sends that. The default is zero: the callee's skew check on
-// Request-Deadline already charges transit when clocks agree.
-func WithTransit(d time.Duration) ClientOption {
-	return clientOption(func(c *clientConfig) { c.transit = max(d, 0) })
-}
-
-// WithMinUseful sets the least time worth sending a call with; below it the
-// call is refused locally, without a network call, with an error matching
-// [budget.ErrInsufficient] and carrying DeadlineExceeded. The default is one
-// millisecond.
-func WithMinUseful(d time.Duration) ClientOption {
-	return clientOption(func(c *clientConfig) { c.minUseful = max(d, time.Millisecond) })
-}
-
-// WithClientStage names the stage of the client's local refusals in errors
-// and the ledger, as httpbudget's WithClientStage does. The default is the
-// call's procedure ("/pkg.Service/Method"); a name is what a dashboard should
-// show when the method names say too much or too little.
-func WithClientStage(name string) ClientOption {
-	return clientOption(func(c *clientConfig) { c.stage = name })
-}
-
 // stageOf is the stage of a call to method, named as the server side names
 // its stages ([edge.Named]).
-func (c *clientConfig) stageOf(method string) string { return edge.Named(c.stage, method) }
+func (c *clientConfig) stageOf(method string) string { return edge.Named(c.Stage, method) }

@@ -3,6 +3,7 @@ package connectbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"net"
 	"net/http"
@@ -73,7 +74,7 @@ func TestClientLocalRefusalIsNotSent(t *testing.T) {
 	t.Parallel()
 	svc := new(service)
 	url, hc := serve(t, transports[1], svc)
-	ic := connect.WithInterceptors(connectbudget.NewClientInterceptor(connectbudget.WithMinUseful(time.Second)))
+	ic := connect.WithInterceptors(connectbudget.NewClientInterceptor(edge.WithMinUseful(time.Second)))
 	_, err := unary(withTimeout(t, 100*ms), unaryClient(hc, url, ic), "hi")
 	wantSent(t, "unary", err, budget.NotSent)
 	wantSent(t, "stream", receiveOne(withTimeout(t, 100*ms), hc, url, ic), budget.NotSent)
@@ -119,7 +120,7 @@ func TestClientServerRefusalIsServerRefused(t *testing.T) {
 	each(t, func(t *testing.T, tr transport, p protocol) {
 		svc := new(service)
 		url, hc := serve(t, tr, svc, connect.WithInterceptors(
-			connectbudget.NewServerInterceptor(connectbudget.WithPolicy(&wire.Policy{Min: time.Hour}))))
+			connectbudget.NewServerInterceptor(edge.WithPolicy(&wire.Policy{Min: time.Hour}))))
 		ic := connect.WithInterceptors(connectbudget.NewClientInterceptor())
 		_, err := unary(withTimeout(t, 5*time.Second), unaryClient(hc, url, p.opt, ic), "hi")
 		wantSent(t, "unary", err, budget.ServerRefused)
@@ -224,7 +225,7 @@ func TestClientObeysTheNoRetryMarker(t *testing.T) {
 		ctx := withTimeout(t, 5*time.Second)
 		svc := new(service)
 		url, hc := serve(t, tr, svc, connect.WithInterceptors(
-			connectbudget.NewServerInterceptor(connectbudget.WithPolicy(&wire.Policy{Min: time.Hour}))))
+			connectbudget.NewServerInterceptor(edge.WithPolicy(&wire.Policy{Min: time.Hour}))))
 		ic := connect.WithInterceptors(connectbudget.NewClientInterceptor())
 		n, err := retried(ctx, func(ctx context.Context) error {
 			_, err := unary(ctx, unaryClient(hc, url, p.opt, ic), "hi")

@@ -33,7 +33,7 @@ import (
 //     naming the header for a malformed value under a Strict policy; or
 //   - runs the handler with a context carrying the call's budget and ledger
 //     ([budget.Config.StartUntil]), as one attempt of the procedure's op
-//     when [WithAdmission] gives it one; a call the op's measurements say
+//     when [edge.WithAdmission] gives it one; a call the op's measurements say
 //     cannot finish is refused with DeadlineExceeded before the handler
 //     runs.
 //
@@ -47,7 +47,7 @@ import (
 // interceptor: connect-go rejects the call first.
 //
 // The handler's deadline is the caller's less the larger of the policy's
-// AnswerMargin and the answer margin ([WithAnswerMargin]), so that the handler
+// AnswerMargin and the answer margin ([edge.WithAnswerMargin]), so that the handler
 // stops, and its answer reaches the caller, before the caller stops
 // waiting.
 //
@@ -77,8 +77,8 @@ import (
 // that retries happen at the hop nearest the failure.
 //
 // An invalid policy makes the constructor panic at setup (see
-// [WithPolicy]).
-func NewServerInterceptor(opts ...ServerOption) connect.Interceptor {
+// [edge.WithPolicy]).
+func NewServerInterceptor(opts ...edge.ServerOption) connect.Interceptor {
 	cfg := edge.Configure(serverConfig{}, opts)
 	k, a := cfg.Start("connectbudget")
 	return &server{cfg: cfg, margin: k, arrival: a}

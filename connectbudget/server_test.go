@@ -3,6 +3,7 @@ package connectbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"testing"
 	"time"
 
@@ -44,7 +45,7 @@ func TestServerAppliesThePolicy(t *testing.T) {
 			each(t, func(t *testing.T, tr transport, p protocol) {
 				svc := new(service)
 				url, hc := serve(t, tr, svc, connect.WithInterceptors(
-					connectbudget.NewServerInterceptor(connectbudget.WithPolicy(tc.policy), connectbudget.WithStage("checkout"))))
+					connectbudget.NewServerInterceptor(edge.WithPolicy(tc.policy), edge.WithStage("checkout"))))
 				c := unaryClient(hc, url, p.opt)
 				req := connect.NewRequest(&str{Value: "hi"})
 				for i := 0; i+1 < len(tc.kv); i += 2 {
@@ -91,7 +92,7 @@ func TestServerExpiry(t *testing.T) {
 			each(t, func(t *testing.T, tr transport, p protocol) {
 				svc := new(service)
 				url, hc := serve(t, tr, svc, connect.WithInterceptors(
-					connectbudget.NewServerInterceptor(connectbudget.WithPolicy(&wire.Policy{Max: 50 * ms}))))
+					connectbudget.NewServerInterceptor(edge.WithPolicy(&wire.Policy{Max: 50 * ms}))))
 				c := unaryClient(hc, url, p.opt, connect.WithInterceptors(connectbudget.NewClientInterceptor()))
 				_, err := unary(withTimeout(t, 10*time.Second), c, body)
 				if connect.CodeOf(err) != connect.CodeDeadlineExceeded {
@@ -115,7 +116,7 @@ func TestServerObserverSeesRefusals(t *testing.T) {
 	})
 	svc := new(service)
 	url, hc := serve(t, transports[1], svc, connect.WithInterceptors(connectbudget.NewServerInterceptor(
-		connectbudget.WithPolicy(&wire.Policy{Min: time.Second}), connectbudget.WithObserver(obs), connectbudget.WithStage("pay"))))
+		edge.WithPolicy(&wire.Policy{Min: time.Second}), edge.WithObserver(obs), edge.WithStage("pay"))))
 	_, err := unary(withTimeout(t, 300*ms), unaryClient(hc, url), "hi")
 	if connect.CodeOf(err) != connect.CodeDeadlineExceeded {
 		t.Fatalf("error %v, want DeadlineExceeded", err)
@@ -132,7 +133,7 @@ func TestServerSwitchChangesPolicyAtRunTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := new(service)
-	url, hc := serve(t, transports[1], svc, connect.WithInterceptors(connectbudget.NewServerInterceptor(connectbudget.WithSwitch(sw))))
+	url, hc := serve(t, transports[1], svc, connect.WithInterceptors(connectbudget.NewServerInterceptor(edge.WithSwitch(sw))))
 	c := unaryClient(hc, url)
 	if _, err := unary(withTimeout(t, 300*ms), c, "hi"); connect.CodeOf(err) != connect.CodeDeadlineExceeded {
 		t.Fatalf("under Min 1s: error %v, want DeadlineExceeded", err)
@@ -150,7 +151,7 @@ func TestServerAdmissionRefusesBeforeTheHandler(t *testing.T) {
 	op := &budget.Op{Name: "pay", MinUseful: 2 * time.Second}
 	svc := new(service)
 	url, hc := serve(t, transports[1], svc, connect.WithInterceptors(connectbudget.NewServerInterceptor(
-		connectbudget.WithAdmission(connectbudget.Ops{unaryProc: op}.Op))))
+		edge.WithAdmission(edge.Ops{unaryProc: op}.Op))))
 	_, err := unary(withTimeout(t, 500*ms), unaryClient(hc, url), "hi")
 	if connect.CodeOf(err) != connect.CodeDeadlineExceeded || svc.calls.Load() != 0 {
 		t.Fatalf("error %v after %d handler runs, want DeadlineExceeded and none", err, svc.calls.Load())
@@ -168,13 +169,13 @@ func TestWithPolicyPanicsOnInvalidPolicy(t *testing.T) {
 			t.Fatalf("recovered %v, want an error matching ErrMisconfigured and ErrInvalidPolicy", err)
 		}
 	}()
-	connectbudget.NewServerInterceptor(connectbudget.WithPolicy(&wire.Policy{Max: -time.Second}))
+	connectbudget.NewServerInterceptor(edge.WithPolicy(&wire.Policy{Max: -time.Second}))
 }
 
 func TestZeroAndNilOptions(t *testing.T) {
 	t.Parallel()
 	svc := new(service)
-	url, hc := serve(t, transports[1], svc, connect.WithInterceptors(connectbudget.NewServerInterceptor(nil, connectbudget.WithSwitch(nil), connectbudget.WithClassifier(nil))))
+	url, hc := serve(t, transports[1], svc, connect.WithInterceptors(connectbudget.NewServerInterceptor(nil, edge.WithSwitch(nil), connectbudget.WithClassifier(nil))))
 	c := unaryClient(hc, url, connect.WithInterceptors(connectbudget.NewClientInterceptor(nil)))
 	if got, err := unary(context.Background(), c, "hi"); err != nil || got != "ok" {
 		t.Fatalf("got %q, %v", got, err)

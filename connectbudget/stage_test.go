@@ -3,6 +3,7 @@ package connectbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ func TestClientStage(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := budget.Start(context.Background(), 10*time.Millisecond)
 	defer cancel()
-	ic := connectbudget.NewClientInterceptor(connectbudget.WithClientStage("pricing"), connectbudget.WithMinUseful(time.Second))
+	ic := connectbudget.NewClientInterceptor(edge.WithClientStage("pricing"), edge.WithMinUseful(time.Second))
 	c := connect.NewClient[str, str](nil, "http://127.0.0.1:1/svc/M", connect.WithInterceptors(ic))
 	_, err := c.CallUnary(ctx, connect.NewRequest(&str{}))
 	be, ok := errors.AsType[*budget.Error](err)

@@ -3,6 +3,7 @@ package connectbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"net/http"
 	"sync"
@@ -55,7 +56,7 @@ func (c *fakeClientConn) CloseResponse() error         { return nil }
 
 // openFakeStream opens a bidirectional stream through the client
 // interceptor with opts over a fake.
-func openFakeStream(ctx context.Context, answering bool, opts ...connectbudget.ClientOption) connect.StreamingClientConn {
+func openFakeStream(ctx context.Context, answering bool, opts ...edge.ClientOption) connect.StreamingClientConn {
 	ic := connectbudget.NewClientInterceptor(opts...)
 	open := ic.WrapStreamingClient(func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
 		return &fakeClientConn{ctx: ctx, spec: spec, answering: answering, answers: make(chan struct{}, 64), header: http.Header{}}

@@ -84,7 +84,7 @@ func TestMessageTimeoutDecisions(t *testing.T) {
 					p.Trust = wire.SourcesNone
 				}
 			}
-			s := NewServerInterceptor(WithPolicy(p), WithObserver(obs), WithMessageBudget(dur(t, tc.Own))).(*server)
+			s := NewServerInterceptor(edge.WithPolicy(p), edge.WithObserver(obs), WithMessageBudget(dur(t, tc.Own))).(*server)
 			h := http.Header{}
 			if tc.Values != nil {
 				h[http.CanonicalHeaderKey(HeaderMessageTimeout)] = tc.Values

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"net/http"
 	"strconv"
@@ -103,7 +104,7 @@ func TestCallerMessageBudget(t *testing.T) {
 			}
 			svc := new(service)
 			url, hc := serve(t, transports[1], svc, connect.WithInterceptors(
-				connectbudget.NewServerInterceptor(connectbudget.WithPolicy(policy))))
+				connectbudget.NewServerInterceptor(edge.WithPolicy(policy))))
 			ctx := withTimeout(t, 30*time.Second)
 			st := connect.NewClient[str, str](hc, url+bidiProc, connect.WithInterceptors(
 				connectbudget.NewClientInterceptor(connectbudget.WithMessageBudget(time.Second)))).CallBidiStream(ctx)
@@ -166,7 +167,7 @@ func TestServerIdleTimeout(t *testing.T) {
 		events := new(ledgerEvents)
 		svc := new(service)
 		url, hc := serve(t, transports[1], svc, connect.WithInterceptors(connectbudget.NewServerInterceptor(
-			connectbudget.WithIdleTimeout(100*ms), connectbudget.WithObserver(events), connectbudget.WithStage("chat"))))
+			connectbudget.WithIdleTimeout(100*ms), edge.WithObserver(events), edge.WithStage("chat"))))
 		st := connect.NewClient[str, str](hc, url+bidiProc, p.opt).CallBidiStream(withTimeout(t, 30*time.Second))
 		if err := st.Send(&str{Value: "hi"}); err != nil {
 			t.Fatal(err)
@@ -260,7 +261,7 @@ func TestServerIdleTimeoutHTTP1(t *testing.T) {
 	events := new(ledgerEvents)
 	svc := new(service)
 	url, hc := serve(t, transports[0], svc, connect.WithInterceptors(connectbudget.NewServerInterceptor(
-		connectbudget.WithIdleTimeout(100*ms), connectbudget.WithObserver(events))))
+		connectbudget.WithIdleTimeout(100*ms), edge.WithObserver(events))))
 	body, w := io.Pipe()
 	defer w.Close()
 	req, err := http.NewRequestWithContext(withTimeout(t, 30*time.Second), http.MethodPost, url+clientProc, body)
@@ -310,7 +311,7 @@ func TestServerMessageAdmission(t *testing.T) {
 	op := &budget.Op{Name: "work", MinSamples: 3}
 	svc := new(service)
 	url, hc := serve(t, transports[1], svc, connect.WithInterceptors(connectbudget.NewServerInterceptor(
-		connectbudget.WithMessageAdmission(connectbudget.Ops{workProc: op}.Op))))
+		connectbudget.WithMessageAdmission(edge.Ops{workProc: op}.Op))))
 	talk := func(perMessage time.Duration, n int) []string {
 		st := connect.NewClient[str, str](hc, url+workProc).CallBidiStream(withTimeout(t, 30*time.Second))
 		if perMessage > 0 {

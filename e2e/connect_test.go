@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -69,8 +70,8 @@ func connectCall(ctx context.Context, c *connect.Client[grpc_testing.SimpleReque
 func TestConnectClientToOurMiddleware(t *testing.T) {
 	t.Parallel()
 	svc := &connectService{}
-	srv := httptest.NewServer(httpbudget.NewHandler(svc.handler(), httpbudget.WithStage("pricing"),
-		httpbudget.WithPolicy(&wire.Policy{Max: 300 * ms, Min: 100 * ms})))
+	srv := httptest.NewServer(httpbudget.NewHandler(svc.handler(), edge.WithStage("pricing"),
+		edge.WithPolicy(&wire.Policy{Max: 300 * ms, Min: 100 * ms})))
 	defer srv.Close()
 	client := connect.NewClient[grpc_testing.SimpleRequest, grpc_testing.SimpleResponse](srv.Client(), srv.URL+unaryCall)
 
@@ -93,8 +94,8 @@ func TestConnectClientToOurMiddleware(t *testing.T) {
 		// A server of its own whose minimum is seconds, so that the
 		// refusal reaches the client long before the client's own
 		// deadline, however busy the machine.
-		shed := httptest.NewServer(httpbudget.NewHandler(svc.handler(), httpbudget.WithStage("pricing"),
-			httpbudget.WithPolicy(&wire.Policy{Max: 30 * time.Second, Min: 20 * time.Second})))
+		shed := httptest.NewServer(httpbudget.NewHandler(svc.handler(), edge.WithStage("pricing"),
+			edge.WithPolicy(&wire.Policy{Max: 30 * time.Second, Min: 20 * time.Second})))
 		defer shed.Close()
 		client := connect.NewClient[grpc_testing.SimpleRequest, grpc_testing.SimpleResponse](shed.Client(), shed.URL+unaryCall)
 		before := svc.calls.Load()
@@ -139,7 +140,7 @@ func TestOurTransportToConnectHandler(t *testing.T) {
 	srv := httptest.NewServer(svc.handler())
 	defer srv.Close()
 	hc := &http.Client{Transport: httpbudget.NewTransport(srv.Client().Transport,
-		httpbudget.WithConnectTimeoutHeader(), httpbudget.WithMinUseful(50*ms), httpbudget.WithClientStage("pricing"))}
+		httpbudget.WithConnectTimeoutHeader(), edge.WithMinUseful(50*ms), edge.WithClientStage("pricing"))}
 	client := connect.NewClient[grpc_testing.SimpleRequest, grpc_testing.SimpleResponse](hc, srv.URL+unaryCall)
 
 	ctx, cancel := budget.Start(context.Background(), 700*ms)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -107,7 +108,7 @@ type transport struct {
 func viaHTTP(t *testing.T, p *wire.Policy, header, value string) (decision, bool) {
 	var d decision
 	h := httpbudget.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { d = ran(r.Context()) }),
-		httpbudget.WithPolicy(p))
+		edge.WithPolicy(p))
 	req := httptest.NewRequest("GET", "/", nil)
 	req.Header[http.CanonicalHeaderKey(header)] = []string{value}
 	rec := httptest.NewRecorder()
@@ -121,7 +122,7 @@ func viaGRPC(t *testing.T, p *wire.Policy, header, value string) (decision, bool
 	}
 	var d decision
 	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(strings.ToLower(header), value))
-	_, err := grpcbudget.UnaryServerInterceptor(grpcbudget.WithPolicy(p))(ctx, nil,
+	_, err := grpcbudget.UnaryServerInterceptor(edge.WithPolicy(p))(ctx, nil,
 		&grpc.UnaryServerInfo{FullMethod: unaryCall},
 		func(ctx context.Context, _ any) (any, error) { d = ran(ctx); return nil, nil })
 	return refusal(t, "gRPC", status.Code(err).String(), err, d)
@@ -136,7 +137,7 @@ func viaConnect(t *testing.T, p *wire.Policy, header, value string) (decision, b
 		func(ctx context.Context, _ *connect.Request[grpc_testing.SimpleRequest]) (*connect.Response[grpc_testing.SimpleResponse], error) {
 			d = ran(ctx)
 			return connect.NewResponse(&grpc_testing.SimpleResponse{}), nil
-		}, connect.WithInterceptors(connectbudget.NewServerInterceptor(connectbudget.WithPolicy(p))))
+		}, connect.WithInterceptors(connectbudget.NewServerInterceptor(edge.WithPolicy(p))))
 	req := httptest.NewRequest("POST", unaryCall, strings.NewReader(""))
 	req.Header.Set("Content-Type", "application/proto")
 	req.Header[http.CanonicalHeaderKey(header)] = []string{value}
@@ -227,7 +228,7 @@ func viaBaggage(t *testing.T, p *wire.Policy, header, value string) (decision, b
 	// when nothing is sent, refusals): here, httpbudget.
 	var d decision
 	h := httpbudget.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { d = ran(r.Context()) }),
-		httpbudget.WithPolicy(p))
+		edge.WithPolicy(p))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil).WithContext(ctx))
 	if dec, ok := otelbudget.BaggageDecision(ctx); ok && dec.Refused() {

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -119,7 +120,7 @@ func grpcIdempotent(t *testing.T, store idempotency.Store, c *charge) idemCall {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpcbudget.UnaryServerInterceptor(grpcbudget.WithPolicy(answerMargin)),
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpcbudget.UnaryServerInterceptor(edge.WithPolicy(answerMargin)),
 		grpcbudget.IdempotentUnaryServerInterceptor(store)))
 	grpc_testing.RegisterTestServiceServer(srv, &grpcCharge{c: c})
 	done := make(chan struct{})
@@ -159,7 +160,7 @@ func connectIdempotent(t *testing.T, store idempotency.Store, c *charge) idemCal
 				return nil, err
 			}
 			return connect.NewResponse(resp), nil
-		}, connect.WithInterceptors(connectbudget.NewServerInterceptor(connectbudget.WithPolicy(answerMargin)),
+		}, connect.WithInterceptors(connectbudget.NewServerInterceptor(edge.WithPolicy(answerMargin)),
 			connectbudget.NewIdempotentInterceptor(store))))
 	srv := httptest.NewServer(mux)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}

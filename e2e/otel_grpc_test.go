@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -127,7 +128,7 @@ func (h *scenarioHealth) List(context.Context, *healthpb.HealthListRequest) (*he
 // startHealth serves h on loopback through grpcbudget's server interceptor
 // with opts, and returns its address and a function that stops it, waiting
 // for every handler to return.
-func startHealth(t *testing.T, h healthpb.HealthServer, opts ...grpcbudget.ServerOption) (string, func()) {
+func startHealth(t *testing.T, h healthpb.HealthServer, opts ...edge.ServerOption) (string, func()) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -153,7 +154,7 @@ func startHealth(t *testing.T, h healthpb.HealthServer, opts ...grpcbudget.Serve
 
 // dialHealth connects to addr through grpcbudget's client interceptor with
 // opts; the connection is closed when the test ends.
-func dialHealth(t *testing.T, addr string, opts ...grpcbudget.ClientOption) *grpc.ClientConn {
+func dialHealth(t *testing.T, addr string, opts ...edge.ClientOption) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithChainUnaryInterceptor(grpcbudget.UnaryClientInterceptor(opts...)))
@@ -325,25 +326,25 @@ func kvReason(s string) attribute.KeyValue  { return attribute.String("reason", 
 func TestOtelMetricsThroughGRPC(t *testing.T) {
 	t.Parallel()
 	r := newOtelRig(t)
-	serverOps := grpcbudget.Ops{
+	serverOps := edge.Ops{
 		checkMethod: {Name: "check"},
 		listMethod:  {Name: "list", Prior: time.Hour}, // refuses every call
 	}
 	addr, stop := startHealth(t, newScenarioHealth(),
-		grpcbudget.WithObserver(r.obs),
-		grpcbudget.WithPolicy(&wire.Policy{Min: 50 * time.Millisecond}),
+		edge.WithObserver(r.obs),
+		edge.WithPolicy(&wire.Policy{Min: 50 * time.Millisecond}),
 		// A fixed answer margin makes the handler's budget, not the
 		// client's cancellation, end a hanging handler even on a loaded
 		// machine, so its attempt is an expiry.
-		grpcbudget.WithAnswerMargin(hangMargin),
-		grpcbudget.WithAdmission(serverOps.Op))
+		edge.WithAnswerMargin(hangMargin),
+		edge.WithAdmission(serverOps.Op))
 
 	plain := healthpb.NewHealthClient(dialHealth(t, addr))
 	admitted := healthpb.NewHealthClient(dialHealth(t, addr,
-		grpcbudget.WithAdmission(grpcbudget.Ops{checkMethod: {Name: "check-client"}}.Op)))
+		edge.WithAdmission(edge.Ops{checkMethod: {Name: "check-client"}}.Op)))
 	refusing := healthpb.NewHealthClient(dialHealth(t, addr,
-		grpcbudget.WithAdmission(grpcbudget.Ops{checkMethod: {Name: "check-costly", Prior: time.Hour}}.Op)))
-	tooShort := healthpb.NewHealthClient(dialHealth(t, addr, grpcbudget.WithMinUseful(time.Hour)))
+		edge.WithAdmission(edge.Ops{checkMethod: {Name: "check-costly", Prior: time.Hour}}.Op)))
+	tooShort := healthpb.NewHealthClient(dialHealth(t, addr, edge.WithMinUseful(time.Hour)))
 
 	// call makes one call with a budget of d observed by r.obs, with the
 	// metadata pairs md, and returns its status code.
@@ -460,11 +461,11 @@ func TestOtelCardinalityThroughGRPC(t *testing.T) {
 	const workers = 4
 	r := newOtelRig(t)
 	addr, stop := startHealth(t, newScenarioHealth(),
-		grpcbudget.WithObserver(r.obs),
-		grpcbudget.WithPolicy(&wire.Policy{Min: 5 * time.Millisecond}),
-		grpcbudget.WithAdmission(grpcbudget.Ops{checkMethod: {Name: "check"}}.Op))
+		edge.WithObserver(r.obs),
+		edge.WithPolicy(&wire.Policy{Min: 5 * time.Millisecond}),
+		edge.WithAdmission(edge.Ops{checkMethod: {Name: "check"}}.Op))
 	send := dialHealth(t, addr, grpcbudget.WithBudgetMetadata())
-	refuse := dialHealth(t, addr, grpcbudget.WithMinUseful(time.Hour))
+	refuse := dialHealth(t, addr, edge.WithMinUseful(time.Hour))
 
 	headers := []string{"request-timeout-ms", "request-deadline", "x-request-deadline", "connect-timeout-ms",
 		"grpc-timeout", "request-attempt", scenarioKey}

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -16,7 +17,6 @@ import (
 	"github.com/timebudget/budget"
 	"github.com/timebudget/budget/amqpbudget"
 	"github.com/timebudget/budget/connectbudget"
-	"github.com/timebudget/budget/grpcbudget"
 	"github.com/timebudget/budget/httpbudget"
 	"github.com/timebudget/budget/wire"
 )
@@ -82,7 +82,7 @@ func probeViaHTTP(t *testing.T, p *wire.Policy, ctx context.Context) bool {
 	var probe atomic.Bool
 	srv := httptest.NewServer(httpbudget.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		probe.Store(budget.IsProbe(r.Context()))
-	}), httpbudget.WithPolicy(p)))
+	}), edge.WithPolicy(p)))
 	defer srv.Close()
 	client := &http.Client{Transport: httpbudget.NewTransport(srv.Client().Transport)}
 	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
@@ -96,7 +96,7 @@ func probeViaHTTP(t *testing.T, p *wire.Policy, ctx context.Context) bool {
 
 func probeViaGRPC(t *testing.T, p *wire.Policy, ctx context.Context) bool {
 	h := new(probeHealth)
-	addr, stop := startHealth(t, h, grpcbudget.WithPolicy(p))
+	addr, stop := startHealth(t, h, edge.WithPolicy(p))
 	defer stop()
 	conn := dialHealth(t, addr)
 	if _, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
@@ -112,7 +112,7 @@ func probeViaConnect(t *testing.T, p *wire.Policy, ctx context.Context) bool {
 		func(ctx context.Context, _ *connect.Request[grpc_testing.SimpleRequest]) (*connect.Response[grpc_testing.SimpleResponse], error) {
 			probe.Store(budget.IsProbe(ctx))
 			return connect.NewResponse(&grpc_testing.SimpleResponse{}), nil
-		}, connect.WithInterceptors(connectbudget.NewServerInterceptor(connectbudget.WithPolicy(p))))
+		}, connect.WithInterceptors(connectbudget.NewServerInterceptor(edge.WithPolicy(p))))
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	client := connect.NewClient[grpc_testing.SimpleRequest, grpc_testing.SimpleResponse](srv.Client(), srv.URL+unaryCall,

@@ -17,7 +17,16 @@
 // or metadata, and how a refusal is spelled (an HTTP status, a gRPC code, a
 // rejected message).
 //
-// The package is for adapter authors, of this repository's modules and of
+// The options every adapter shares are declared here once, and every
+// adapter's constructors take them: on the server [WithPolicy], [WithSwitch],
+// [WithStage], [WithObserver], [WithLedgerCapacity], [WithAnswerMargin]; on
+// the client [WithTransit], [WithMinUseful], [WithClientStage]; on both
+// [WithAdmission]. A service passes them beside the adapter's own options:
+//
+//	httpbudget.NewHandler(mux, edge.WithPolicy(public), httpbudget.WithClassifier(byRoute))
+//	grpcbudget.UnaryServerInterceptor(edge.WithPolicy(public), edge.WithStage("checkout"))
+//
+// Apart from those options, the package is for adapter authors, of this repository's modules and of
 // others; services use the adapters. Its names are versioned with the root
 // module, so an adapter in a module of its own depends on a public contract,
 // never on internal packages. It imports

@@ -1,6 +1,7 @@
 package grpcbudget_test
 
 import (
+	"github.com/timebudget/budget/edge"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 func TestServerAdmissionSurvivesABurstOfShortDeadlines(t *testing.T) {
 	t.Parallel()
 	op := &budget.Op{Name: "unary"}
-	ops := grpcbudget.WithAdmission(grpcbudget.Ops{"/grpc.testing.TestService/UnaryCall": op}.Op)
+	ops := edge.WithAdmission(edge.Ops{"/grpc.testing.TestService/UnaryCall": op}.Op)
 	c, _ := serve(t, withServer(grpcbudget.UnaryServerInterceptor(ops), grpcbudget.StreamServerInterceptor(ops)))
 	for range 30 {
 		_ = call(t, c, 3*ms, "sleep:20ms") // the burst: every call cut off

@@ -34,7 +34,7 @@ import (
 // replica's count as the best's, so that replicas differing by noise are
 // spread by their calls in flight alone. When none fits it takes the best
 // expected completion and leaves the decision to admission
-// ([UnaryClientInterceptor] with [WithAdmission]).
+// ([UnaryClientInterceptor] with [edge.WithAdmission]).
 //
 // The balancer learns latency from successful calls only. What a call's
 // end says of its replica, by code:

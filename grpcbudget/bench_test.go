@@ -2,6 +2,7 @@ package grpcbudget_test
 
 import (
 	"context"
+	"github.com/timebudget/budget/edge"
 	"testing"
 	"time"
 
@@ -58,13 +59,13 @@ func BenchmarkUnaryServerInterceptor(b *testing.B) {
 // BenchmarkUnaryServerInterceptorNoLedger is the same without a per-call
 // ledger.
 func BenchmarkUnaryServerInterceptorNoLedger(b *testing.B) {
-	benchInterceptor(b, grpcbudget.UnaryServerInterceptor(grpcbudget.WithLedgerCapacity(-1)))
+	benchInterceptor(b, grpcbudget.UnaryServerInterceptor(edge.WithLedgerCapacity(-1)))
 }
 
 // BenchmarkUnaryServerInterceptorShed is a call refused on arrival.
 func BenchmarkUnaryServerInterceptorShed(b *testing.B) {
 	b.ReportAllocs()
-	u := grpcbudget.UnaryServerInterceptor(grpcbudget.WithPolicy(&wire.Policy{Min: 2 * time.Hour}))
+	u := grpcbudget.UnaryServerInterceptor(edge.WithPolicy(&wire.Policy{Min: 2 * time.Hour}))
 	ctx := benchContext(b)
 	for b.Loop() {
 		if _, err := u(ctx, nil, &grpcUnaryInfo, bare); err == nil {
@@ -83,8 +84,8 @@ func nopInvoker(ctx context.Context, method string, req, reply any, cc *grpc.Cli
 func BenchmarkUnaryClientInterceptor(b *testing.B) {
 	for _, bc := range []struct {
 		name string
-		opts []grpcbudget.ClientOption
-	}{{"grpc-timeout", nil}, {"metadata", []grpcbudget.ClientOption{grpcbudget.WithBudgetMetadata()}}} {
+		opts []edge.ClientOption
+	}{{"grpc-timeout", nil}, {"metadata", []edge.ClientOption{grpcbudget.WithBudgetMetadata()}}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			u := grpcbudget.UnaryClientInterceptor(bc.opts...)
@@ -150,10 +151,10 @@ func TestInterceptorAllocations(t *testing.T) {
 	if got := server(grpcbudget.UnaryServerInterceptor()); got > maxServer {
 		t.Errorf("server interceptor: %v allocations, want at most %d", got, maxServer)
 	}
-	if got := server(grpcbudget.UnaryServerInterceptor(grpcbudget.WithLedgerCapacity(-1))); got > maxServerNoLedger {
+	if got := server(grpcbudget.UnaryServerInterceptor(edge.WithLedgerCapacity(-1))); got > maxServerNoLedger {
 		t.Errorf("server interceptor without a ledger: %v allocations, want at most %d", got, maxServerNoLedger)
 	}
-	if got := server(grpcbudget.UnaryServerInterceptor(grpcbudget.WithPolicy(&wire.Policy{Min: 2 * time.Hour}))); got > maxShed {
+	if got := server(grpcbudget.UnaryServerInterceptor(edge.WithPolicy(&wire.Policy{Min: 2 * time.Hour}))); got > maxShed {
 		t.Errorf("a shed call: %v allocations, want at most %d", got, maxShed)
 	}
 	bctx, cancel := budget.Start(context.Background(), time.Hour)

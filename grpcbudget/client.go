@@ -21,7 +21,7 @@ import (
 //
 // For a call whose context has a deadline it
 //
-//   - runs the call as one attempt of the method's op when [WithAdmission]
+//   - runs the call as one attempt of the method's op when [edge.WithAdmission]
 //     gives it one: the op refuses a call its measurements say cannot finish,
 //     bounds the attempt by its Cap and the budget's reserve, and learns the
 //     call's latency;
@@ -62,7 +62,7 @@ import (
 // [budget.ServerRefused] for "shed" (refused on arrival), [budget.Executed]
 // for "retried" or any other value; [budget.Retry] does not retry it, and a
 // handler that returns it gives up in turn.
-func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
+func UnaryClientInterceptor(opts ...edge.ClientOption) grpc.UnaryClientInterceptor {
 	c := newClient(opts)
 	return c.unary
 }
@@ -74,15 +74,15 @@ func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
 // as the unary interceptor's are: a stream grpc-go failed to open is
 // [budget.NotSent], and an error from RecvMsg is classified by the trailer
 // and status the server sent, if any.
-func StreamClientInterceptor(opts ...ClientOption) grpc.StreamClientInterceptor {
+func StreamClientInterceptor(opts ...edge.ClientOption) grpc.StreamClientInterceptor {
 	c := newClient(opts)
 	return c.stream
 }
 
 type client struct{ cfg clientConfig }
 
-func newClient(opts []ClientOption) *client {
-	return &client{cfg: edge.ConfigureClient(clientConfig{minUseful: time.Millisecond}, opts)}
+func newClient(opts []edge.ClientOption) *client {
+	return &client{cfg: edge.ConfigureClient(clientConfig{ClientSettings: edge.ClientSettings{MinUseful: time.Millisecond}}, opts)}
 }
 
 func (c *client) op(method string) *budget.Op {
@@ -166,12 +166,12 @@ func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 // library's metadata. cancel is nil when the context was not derived.
 func (c *client) outgoing(ctx context.Context, method string) (context.Context, context.CancelFunc, error) {
 	ctx = sendIdempotencyKey(withCriticality(ctx))
-	call, ok, err := edge.Send(ctx, c.cfg.stageOf(method), edge.Outbound{Transit: c.cfg.transit, MinUseful: c.cfg.minUseful})
+	call, ok, err := edge.Send(ctx, c.cfg.stageOf(method), edge.Outbound{Transit: c.cfg.Transit, MinUseful: c.cfg.MinUseful})
 	if !ok || err != nil {
 		return ctx, nil, err
 	}
 	var cancel context.CancelFunc
-	if c.cfg.transit > 0 {
+	if c.cfg.Transit > 0 {
 		ctx, cancel = context.WithDeadlineCause(ctx, call.Deadline, budget.ErrExpired)
 	}
 	if c.cfg.metadata {

@@ -3,6 +3,7 @@ package grpcbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"strconv"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ import (
 )
 
 // withClient returns dial options installing our client interceptors.
-func withClient(opts ...grpcbudget.ClientOption) []grpc.DialOption {
+func withClient(opts ...edge.ClientOption) []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(grpcbudget.UnaryClientInterceptor(opts...)),
 		grpc.WithChainStreamInterceptor(grpcbudget.StreamClientInterceptor(opts...)),
@@ -27,7 +28,7 @@ func withClient(opts ...grpcbudget.ClientOption) []grpc.DialOption {
 func TestClientSendsTheRemainingBudget(t *testing.T) {
 	t.Parallel()
 	// A plain server: grpc-go turns grpc-timeout into the handler's deadline.
-	c, svc := serve(t, nil, withClient(grpcbudget.WithBudgetMetadata(), grpcbudget.WithTransit(20*ms))...)
+	c, svc := serve(t, nil, withClient(grpcbudget.WithBudgetMetadata(), edge.WithTransit(20*ms))...)
 	ctx, cancel := budget.Start(context.Background(), 700*ms)
 	defer cancel()
 	if err := do(ctx, c, ""); err != nil {
@@ -62,8 +63,8 @@ func TestClientWithoutDeadlineSendsNothing(t *testing.T) {
 func TestClientRefusesBeforeSending(t *testing.T) {
 	t.Parallel()
 	slow := &budget.Op{Name: "report", Prior: 500 * ms}
-	c, svc := serve(t, nil, withClient(grpcbudget.WithMinUseful(50*ms), grpcbudget.WithAdmission(
-		grpcbudget.Ops{"/grpc.testing.TestService/UnaryCall": slow, "/grpc.testing.TestService/StreamingOutputCall": slow}.Op))...)
+	c, svc := serve(t, nil, withClient(edge.WithMinUseful(50*ms), edge.WithAdmission(
+		edge.Ops{"/grpc.testing.TestService/UnaryCall": slow, "/grpc.testing.TestService/StreamingOutputCall": slow}.Op))...)
 
 	cases := []struct {
 		name         string
@@ -156,7 +157,7 @@ func TestAttemptNumberCrossesTheWire(t *testing.T) {
 			arrivals <- ev.Attempt
 		}
 	})
-	c, svc := serve(t, []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpcbudget.UnaryServerInterceptor(grpcbudget.WithObserver(obs)))},
+	c, svc := serve(t, []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpcbudget.UnaryServerInterceptor(edge.WithObserver(obs)))},
 		withClient(grpcbudget.WithBudgetMetadata())...)
 	ctx, cancel := budget.Start(context.Background(), 2*time.Second)
 	defer cancel()

@@ -28,12 +28,12 @@ const criticalityKey = "request-criticality"
 // must be cheap and safe for concurrent use; a nil f removes the classifier.
 //
 // The class is put on the handler's context ([budget.CriticalityFrom]), where
-// [budget.Op] admission ([WithAdmission] included) and [budget.Queue] read
+// [budget.Op] admission ([edge.WithAdmission] included) and [budget.Queue] read
 // it. The client interceptors send a context's class other than the default
 // as request-criticality metadata on every call, whether or not
 // [WithBudgetMetadata] is set: grpc-timeout carries the deadline, but
 // nothing native carries the class.
-func WithClassifier(f func(ctx context.Context, fullMethod string) budget.Criticality) ServerOption {
+func WithClassifier(f func(ctx context.Context, fullMethod string) budget.Criticality) edge.ServerOption {
 	return serverOption(func(c *serverConfig) { c.classify = f })
 }
 

@@ -3,6 +3,7 @@ package grpcbudget_test
 import (
 	"context"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"net"
 	"strings"
 	"time"
@@ -30,7 +31,7 @@ func (classService) EmptyCall(ctx context.Context, _ *grpc_testing.Empty) (*grpc
 // would forward it as request-criticality metadata.
 func ExampleWithClassifier() {
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpcbudget.UnaryServerInterceptor(
-		grpcbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Max: 2 * time.Second}),
+		edge.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Max: 2 * time.Second}),
 		grpcbudget.WithClassifier(func(_ context.Context, fullMethod string) budget.Criticality {
 			if strings.HasSuffix(fullMethod, "/EmptyCall") {
 				return budget.Critical

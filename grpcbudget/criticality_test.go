@@ -2,6 +2,7 @@ package grpcbudget_test
 
 import (
 	"context"
+	"github.com/timebudget/budget/edge"
 	"net"
 	"testing"
 	"time"
@@ -89,7 +90,7 @@ func TestCriticalityAcrossTwoGRPCHops(t *testing.T) {
 	backend := start(t, last, []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpcbudget.UnaryServerInterceptor())},
 		grpc.WithChainUnaryInterceptor(grpcbudget.UnaryClientInterceptor()))
 	edge := func(p *wire.Policy, classify bool) grpc_testing.TestServiceClient {
-		opts := []grpcbudget.ServerOption{grpcbudget.WithPolicy(p)}
+		opts := []edge.ServerOption{edge.WithPolicy(p)}
 		if classify {
 			opts = append(opts, grpcbudget.WithClassifier(byTier))
 		}
@@ -160,20 +161,20 @@ func TestCriticalityContextPrecedence(t *testing.T) {
 	classify := grpcbudget.WithClassifier(func(context.Context, string) budget.Criticality { return budget.DefaultCriticality })
 	for _, tc := range []struct {
 		name   string
-		opts   []grpcbudget.ServerOption
+		opts   []edge.ServerOption
 		md     metadata.MD
 		parent budget.Criticality
 		want   budget.Criticality
 	}{
-		{"metadata beats the context", []grpcbudget.ServerOption{grpcbudget.WithPolicy(sheddablePolicy)},
+		{"metadata beats the context", []edge.ServerOption{edge.WithPolicy(sheddablePolicy)},
 			metadata.Pairs("request-criticality", "default"), budget.Critical, budget.DefaultCriticality},
-		{"the classifier beats the context", []grpcbudget.ServerOption{grpcbudget.WithPolicy(sheddablePolicy), classify},
+		{"the classifier beats the context", []edge.ServerOption{edge.WithPolicy(sheddablePolicy), classify},
 			nil, budget.Critical, budget.DefaultCriticality},
-		{"the context beats the policy", []grpcbudget.ServerOption{grpcbudget.WithPolicy(sheddablePolicy)},
+		{"the context beats the policy", []edge.ServerOption{edge.WithPolicy(sheddablePolicy)},
 			nil, budget.Critical, budget.Critical},
-		{"the context survives an edge's trust", []grpcbudget.ServerOption{grpcbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone})},
+		{"the context survives an edge's trust", []edge.ServerOption{edge.WithPolicy(&wire.Policy{Trust: wire.SourcesNone})},
 			metadata.Pairs("request-criticality", "sheddable"), budget.Critical, budget.Critical},
-		{"the policy without a class on the context", []grpcbudget.ServerOption{grpcbudget.WithPolicy(sheddablePolicy)},
+		{"the policy without a class on the context", []edge.ServerOption{edge.WithPolicy(sheddablePolicy)},
 			nil, budget.DefaultCriticality, budget.Sheddable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,7 +15,7 @@
 // and send that time as grpc-timeout (and optionally as this library's
 // metadata).
 //
-// Per-method admission ([WithAdmission]) runs calls as attempts of a
+// Per-method admission ([edge.WithAdmission]) runs calls as attempts of a
 // [budget.Op] on either side, so a method whose measured latency cannot fit
 // in what is left is refused before it starts.
 //

@@ -3,6 +3,7 @@ package grpcbudget_test
 import (
 	"context"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"net"
 	"time"
 
@@ -31,7 +32,7 @@ func ExampleUnaryServerInterceptor() {
 	// asks, nothing started with under 50 ms, 100 ms kept to answer.
 	policy := &wire.Policy{Max: 2 * time.Second, Min: 50 * time.Millisecond, AnswerMargin: 100 * time.Millisecond}
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(
-		grpcbudget.UnaryServerInterceptor(grpcbudget.WithPolicy(policy), grpcbudget.WithStage("checkout"))))
+		grpcbudget.UnaryServerInterceptor(edge.WithPolicy(policy), edge.WithStage("checkout"))))
 	grpc_testing.RegisterTestServiceServer(srv, exampleService{})
 	lis, _ := net.Listen("tcp", "127.0.0.1:0")
 	go srv.Serve(lis)

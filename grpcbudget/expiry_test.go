@@ -2,6 +2,7 @@ package grpcbudget_test
 
 import (
 	"context"
+	"github.com/timebudget/budget/edge"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -46,12 +47,12 @@ func TestServerAnswersAnExpiredBudgetDeadlineExceeded(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 50*ms)
 				defer cancel()
-				u := grpcbudget.UnaryServerInterceptor(grpcbudget.WithStage("checkout"))
+				u := grpcbudget.UnaryServerInterceptor(edge.WithStage("checkout"))
 				_, err := u(ctx, nil, &grpc.UnaryServerInfo{FullMethod: "/svc/M"}, tc.handler)
 				if got := status.Code(err); got != tc.code {
 					t.Fatalf("unary: %v (%v), want %v", got, err, tc.code)
 				}
-				s := grpcbudget.StreamServerInterceptor(grpcbudget.WithPolicy(&wire.Policy{Default: 50 * ms}))
+				s := grpcbudget.StreamServerInterceptor(edge.WithPolicy(&wire.Policy{Default: 50 * ms}))
 				err = s(nil, &budgetStream{ctx: context.Background()}, &grpc.StreamServerInfo{FullMethod: "/svc/S"},
 					func(_ any, ss grpc.ServerStream) error {
 						_, err := tc.handler(ss.Context(), nil)
@@ -85,14 +86,14 @@ func TestServerKeepsAnAnswerMargin(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name string
-		opts []grpcbudget.ServerOption
+		opts []edge.ServerOption
 		want time.Duration
 	}{
 		{"adaptive, nothing seen yet: 1 ms", nil, 99 * ms},
-		{"fixed", []grpcbudget.ServerOption{grpcbudget.WithAnswerMargin(3 * ms)}, 97 * ms},
-		{"fixed, at most 1/10 of the time left", []grpcbudget.ServerOption{grpcbudget.WithAnswerMargin(50 * ms)}, 90 * ms},
-		{"off", []grpcbudget.ServerOption{grpcbudget.WithAnswerMargin(-1)}, 100 * ms},
-		{"a larger reserve wins", []grpcbudget.ServerOption{grpcbudget.WithPolicy(&wire.Policy{AnswerMargin: 5 * ms})}, 95 * ms},
+		{"fixed", []edge.ServerOption{edge.WithAnswerMargin(3 * ms)}, 97 * ms},
+		{"fixed, at most 1/10 of the time left", []edge.ServerOption{edge.WithAnswerMargin(50 * ms)}, 90 * ms},
+		{"off", []edge.ServerOption{edge.WithAnswerMargin(-1)}, 100 * ms},
+		{"a larger reserve wins", []edge.ServerOption{edge.WithPolicy(&wire.Policy{AnswerMargin: 5 * ms})}, 95 * ms},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

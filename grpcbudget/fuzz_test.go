@@ -2,6 +2,7 @@ package grpcbudget_test
 
 import (
 	"context"
+	"github.com/timebudget/budget/edge"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ func FuzzServerInterceptor(f *testing.F) {
 		var pair [2]variant
 		for i, strict := range []bool{false, true} {
 			p := wire.Policy{Max: max, Min: time.Millisecond, AnswerMargin: time.Millisecond, Trust: trust, Strict: strict}
-			pair[i] = variant{strict, grpcbudget.UnaryServerInterceptor(grpcbudget.WithPolicy(&p))}
+			pair[i] = variant{strict, grpcbudget.UnaryServerInterceptor(edge.WithPolicy(&p))}
 		}
 		variants = append(variants, pair)
 	}

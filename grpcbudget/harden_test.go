@@ -3,6 +3,7 @@ package grpcbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"strings"
 	"testing"
@@ -37,7 +38,7 @@ func TestServerMaxIsACeiling(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			opts := []grpcbudget.ServerOption{grpcbudget.WithPolicy(&tc.policy)}
+			opts := []edge.ServerOption{edge.WithPolicy(&tc.policy)}
 			c, svc := serve(t, withServer(grpcbudget.UnaryServerInterceptor(opts...), grpcbudget.StreamServerInterceptor(opts...)))
 			if err := call(t, c, tc.timeout, "", tc.kv...); err != nil {
 				t.Fatalf("call: %v", err)
@@ -56,7 +57,7 @@ func TestServerInterceptorBoundsTheContextDeadline(t *testing.T) {
 	for _, trust := range []wire.Sources{0, wire.SourcesNone, wire.SourcesOurs} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 		ctx = metadata.NewIncomingContext(ctx, metadata.Pairs("request-timeout-ms", "3600000"))
-		u := grpcbudget.UnaryServerInterceptor(grpcbudget.WithPolicy(&wire.Policy{Max: time.Second, Trust: trust}))
+		u := grpcbudget.UnaryServerInterceptor(edge.WithPolicy(&wire.Policy{Max: time.Second, Trust: trust}))
 		var left time.Duration
 		_, err := u(ctx, nil, &grpcUnaryInfo, func(ctx context.Context, _ any) (any, error) {
 			dl, _ := ctx.Deadline()
@@ -72,9 +73,9 @@ func TestServerInterceptorBoundsTheContextDeadline(t *testing.T) {
 
 func TestWithPolicyPanicsOnAnInvalidPolicy(t *testing.T) {
 	t.Parallel()
-	for name, build := range map[string]func(...grpcbudget.ServerOption){
-		"unary":  func(o ...grpcbudget.ServerOption) { grpcbudget.UnaryServerInterceptor(o...) },
-		"stream": func(o ...grpcbudget.ServerOption) { grpcbudget.StreamServerInterceptor(o...) },
+	for name, build := range map[string]func(...edge.ServerOption){
+		"unary":  func(o ...edge.ServerOption) { grpcbudget.UnaryServerInterceptor(o...) },
+		"stream": func(o ...edge.ServerOption) { grpcbudget.StreamServerInterceptor(o...) },
 	} {
 		func() {
 			defer func() {
@@ -84,7 +85,7 @@ func TestWithPolicyPanicsOnAnInvalidPolicy(t *testing.T) {
 					t.Errorf("%s: panic value %v; want an error naming Policy.AnswerMargin", name, err)
 				}
 			}()
-			build(grpcbudget.WithPolicy(&wire.Policy{AnswerMargin: -ms}))
+			build(edge.WithPolicy(&wire.Policy{AnswerMargin: -ms}))
 			t.Errorf("%s: an invalid policy was accepted", name)
 		}()
 	}
@@ -131,7 +132,7 @@ func TestClientStreamReleasesItsContext(t *testing.T) {
 				sent = ctx
 				return &fakeStream{recv: tc.recv}, nil
 			}
-			s := grpcbudget.StreamClientInterceptor(grpcbudget.WithTransit(ms))
+			s := grpcbudget.StreamClientInterceptor(edge.WithTransit(ms))
 			cs, err := s(ctx, &tc.desc, nil, "/svc/M", streamer)
 			if err != nil {
 				t.Fatal(err)

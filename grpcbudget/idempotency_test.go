@@ -3,6 +3,7 @@ package grpcbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,7 +29,7 @@ import (
 func serveIdempotent(t *testing.T, store idempotency.Store) (testClient, *testService) {
 	t.Helper()
 	p := &wire.Policy{AnswerMargin: 100 * ms}
-	return serve(t, []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpcbudget.UnaryServerInterceptor(grpcbudget.WithPolicy(p)),
+	return serve(t, []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpcbudget.UnaryServerInterceptor(edge.WithPolicy(p)),
 		grpcbudget.IdempotentUnaryServerInterceptor(store))}, withClient()...)
 }
 

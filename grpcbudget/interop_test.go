@@ -3,6 +3,7 @@ package grpcbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 // the client gets DEADLINE_EXCEEDED in time.
 func TestInteropPlainClientToOurServer(t *testing.T) {
 	t.Parallel()
-	p := grpcbudget.WithPolicy(&wire.Policy{AnswerMargin: 5 * ms})
+	p := edge.WithPolicy(&wire.Policy{AnswerMargin: 5 * ms})
 	c, svc := serve(t, withServer(grpcbudget.UnaryServerInterceptor(p), grpcbudget.StreamServerInterceptor(p)))
 	ctx, cancel := context.WithTimeout(context.Background(), 80*ms)
 	defer cancel()
@@ -45,7 +46,7 @@ func TestInteropPlainClientToOurServer(t *testing.T) {
 // client's metadata and grpc-timeout agree.
 func TestInteropOursBothSides(t *testing.T) {
 	t.Parallel()
-	p := grpcbudget.WithPolicy(&wire.Policy{Max: 300 * ms})
+	p := edge.WithPolicy(&wire.Policy{Max: 300 * ms})
 	c, svc := serve(t, withServer(grpcbudget.UnaryServerInterceptor(p), grpcbudget.StreamServerInterceptor(p)),
 		withClient(grpcbudget.WithBudgetMetadata())...)
 	ctx, cancel := budget.Start(context.Background(), 10*time.Second)

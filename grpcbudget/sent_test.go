@@ -2,6 +2,7 @@ package grpcbudget_test
 
 import (
 	"context"
+	"github.com/timebudget/budget/edge"
 	"net"
 	"testing"
 	"time"
@@ -62,7 +63,7 @@ func TestClientConnectionRefusedIsNotSent(t *testing.T) {
 // The interceptor's own refusal never leaves the process: NotSent.
 func TestClientLocalRefusalIsNotSent(t *testing.T) {
 	t.Parallel()
-	c, svc := serve(t, nil, withClient(grpcbudget.WithMinUseful(time.Second))...)
+	c, svc := serve(t, nil, withClient(edge.WithMinUseful(time.Second))...)
 	ctx, cancel := budget.Start(context.Background(), 100*ms)
 	defer cancel()
 	wantSent(t, "unary", do(ctx, c, ""), budget.NotSent)
@@ -101,8 +102,8 @@ func TestClientAbandonedCallIsMaybeExecuted(t *testing.T) {
 func TestClientServerRefusalIsServerRefused(t *testing.T) {
 	t.Parallel()
 	p := &wire.Policy{Min: time.Hour}
-	c, svc := serve(t, withServer(grpcbudget.UnaryServerInterceptor(grpcbudget.WithPolicy(p)),
-		grpcbudget.StreamServerInterceptor(grpcbudget.WithPolicy(p))), withClient()...)
+	c, svc := serve(t, withServer(grpcbudget.UnaryServerInterceptor(edge.WithPolicy(p)),
+		grpcbudget.StreamServerInterceptor(edge.WithPolicy(p))), withClient()...)
 	ctx, cancel := budget.Start(context.Background(), 5*time.Second)
 	defer cancel()
 	wantSent(t, "unary", do(ctx, c, ""), budget.ServerRefused)
@@ -206,8 +207,8 @@ func TestClientObeysTheNoRetryMarker(t *testing.T) {
 	}
 
 	p := &wire.Policy{Min: time.Hour}
-	shed, svc2 := serve(t, withServer(grpcbudget.UnaryServerInterceptor(grpcbudget.WithPolicy(p)),
-		grpcbudget.StreamServerInterceptor(grpcbudget.WithPolicy(p))), withClient()...)
+	shed, svc2 := serve(t, withServer(grpcbudget.UnaryServerInterceptor(edge.WithPolicy(p)),
+		grpcbudget.StreamServerInterceptor(edge.WithPolicy(p))), withClient()...)
 	for _, kind := range []string{"unary", "stream"} {
 		n, err := retried(ctx, func(ctx context.Context) error {
 			if kind == "unary" {

@@ -32,7 +32,7 @@ import (
 //     naming the header for a malformed value under a Strict policy; or
 //   - runs the handler with a context carrying the call's budget and ledger
 //     ([budget.Config.StartUntil]), as one attempt of the method's op when
-//     [WithAdmission] gives it one; a call the op's measurements say cannot
+//     [edge.WithAdmission] gives it one; a call the op's measurements say cannot
 //     finish is refused with DEADLINE_EXCEEDED before the handler runs.
 //
 // A budget is never extended past its parent, so the handler's deadline is
@@ -43,7 +43,7 @@ import (
 // call with INTERNAL first.
 //
 // The handler's deadline is the caller's less the larger of the policy's
-// AnswerMargin and the answer margin ([WithAnswerMargin]; by default adaptive, 1
+// AnswerMargin and the answer margin ([edge.WithAnswerMargin]; by default adaptive, 1
 // to 10 ms and at most 1/10 of the time left), so that the handler stops,
 // and its status reaches the caller, before the caller stops waiting.
 //
@@ -73,8 +73,8 @@ import (
 // policy does not trust grpc-timeout, that deadline is not taken as the
 // budget either: the handler's deadline is the earlier of the policy's and
 // the context's. An invalid policy makes the constructor panic at setup (see
-// [WithPolicy]).
-func UnaryServerInterceptor(opts ...ServerOption) grpc.UnaryServerInterceptor {
+// [edge.WithPolicy]).
+func UnaryServerInterceptor(opts ...edge.ServerOption) grpc.UnaryServerInterceptor {
 	s := newServer(opts)
 	return s.unary
 }
@@ -82,7 +82,7 @@ func UnaryServerInterceptor(opts ...ServerOption) grpc.UnaryServerInterceptor {
 // StreamServerInterceptor returns the streaming counterpart of
 // [UnaryServerInterceptor], with the same policy, refusals and admission. The
 // handler's stream reports the budget's context from its Context method.
-func StreamServerInterceptor(opts ...ServerOption) grpc.StreamServerInterceptor {
+func StreamServerInterceptor(opts ...edge.ServerOption) grpc.StreamServerInterceptor {
 	s := newServer(opts)
 	return s.stream
 }
@@ -93,7 +93,7 @@ type server struct {
 	arrival edge.Arrival // Stage is set per call
 }
 
-func newServer(opts []ServerOption) *server {
+func newServer(opts []edge.ServerOption) *server {
 	cfg := edge.Configure(serverConfig{}, opts)
 	k, a := cfg.Start("grpcbudget")
 	return &server{cfg: cfg, margin: k, arrival: a}

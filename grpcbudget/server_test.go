@@ -3,6 +3,7 @@ package grpcbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"strings"
 	"sync"
 	"testing"
@@ -67,7 +68,7 @@ func TestServerAppliesThePolicy(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			opts := []grpcbudget.ServerOption{grpcbudget.WithPolicy(tc.policy), grpcbudget.WithStage("checkout")}
+			opts := []edge.ServerOption{edge.WithPolicy(tc.policy), edge.WithStage("checkout")}
 			c, svc := serve(t, withServer(grpcbudget.UnaryServerInterceptor(opts...), grpcbudget.StreamServerInterceptor(opts...)))
 			// Connect first: on a busy machine, dialing can take longer
 			// than the 50 ms some cases send, and the call would expire
@@ -110,8 +111,8 @@ func TestServerPolicySwapsAtRunTime(t *testing.T) {
 	t.Parallel()
 	var sw wire.Switch
 	sw.Store(&wire.Policy{Min: time.Second})
-	c, svc := serve(t, withServer(grpcbudget.UnaryServerInterceptor(grpcbudget.WithSwitch(&sw)),
-		grpcbudget.StreamServerInterceptor(grpcbudget.WithSwitch(&sw))))
+	c, svc := serve(t, withServer(grpcbudget.UnaryServerInterceptor(edge.WithSwitch(&sw)),
+		grpcbudget.StreamServerInterceptor(edge.WithSwitch(&sw))))
 	if err := call(t, c, 200*ms, ""); status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("with Min 1s: %v", err)
 	}
@@ -133,7 +134,7 @@ func TestServerPolicySwapsAtRunTime(t *testing.T) {
 
 func TestServerStreams(t *testing.T) {
 	t.Parallel()
-	p := grpcbudget.WithPolicy(&wire.Policy{Min: 100 * ms, AnswerMargin: 20 * ms})
+	p := edge.WithPolicy(&wire.Policy{Min: 100 * ms, AnswerMargin: 20 * ms})
 	c, svc := serve(t, withServer(grpcbudget.UnaryServerInterceptor(p), grpcbudget.StreamServerInterceptor(p)))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*ms)
@@ -155,7 +156,7 @@ func TestServerStreams(t *testing.T) {
 func TestServerAdmissionRefusesBeforeTheHandler(t *testing.T) {
 	t.Parallel()
 	slow := &budget.Op{Name: "report", Prior: 500 * ms}
-	ops := grpcbudget.WithAdmission(grpcbudget.Ops{
+	ops := edge.WithAdmission(edge.Ops{
 		"/grpc.testing.TestService/UnaryCall":           slow,
 		"/grpc.testing.TestService/StreamingOutputCall": slow,
 	}.Op)
@@ -183,7 +184,7 @@ func TestServerAdmissionRefusesBeforeTheHandler(t *testing.T) {
 
 func TestServerCancelledAfterDeadlineIsDeadlineExceeded(t *testing.T) {
 	t.Parallel()
-	p := grpcbudget.WithPolicy(&wire.Policy{Default: 50 * ms})
+	p := edge.WithPolicy(&wire.Policy{Default: 50 * ms})
 	c, _ := serve(t, withServer(grpcbudget.UnaryServerInterceptor(p), grpcbudget.StreamServerInterceptor(p)))
 	// The client sends no deadline, so only the server's budget can end the
 	// call; the handler reports the end as CANCELLED.
@@ -211,7 +212,7 @@ func TestServerObserver(t *testing.T) {
 		kinds = append(kinds, k)
 		mu.Unlock()
 	})
-	opts := []grpcbudget.ServerOption{grpcbudget.WithObserver(obs), grpcbudget.WithPolicy(&wire.Policy{Min: 50 * ms})}
+	opts := []edge.ServerOption{edge.WithObserver(obs), edge.WithPolicy(&wire.Policy{Min: 50 * ms})}
 	c, _ := serve(t, withServer(grpcbudget.UnaryServerInterceptor(opts...), grpcbudget.StreamServerInterceptor(opts...)))
 	_ = call(t, c, time.Second, "")
 	_ = call(t, c, 45*ms, "")                                                                     // shed: under Min, and time to arrive on a busy machine

@@ -3,6 +3,7 @@ package grpcbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"testing"
 	"time"
 
@@ -17,14 +18,14 @@ import (
 func TestClientStage(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		opts []grpcbudget.ClientOption
+		opts []edge.ClientOption
 		want string
 	}{
 		{nil, "/pkg.Svc/Get"},
-		{[]grpcbudget.ClientOption{grpcbudget.WithClientStage("pricing")}, "pricing"},
+		{[]edge.ClientOption{edge.WithClientStage("pricing")}, "pricing"},
 	} {
 		ctx, cancel := budget.Start(context.Background(), 10*time.Millisecond)
-		opts := append(tc.opts, grpcbudget.WithMinUseful(time.Second))
+		opts := append(tc.opts, edge.WithMinUseful(time.Second))
 		err := grpcbudget.UnaryClientInterceptor(opts...)(ctx, "/pkg.Svc/Get", nil, nil, nil,
 			func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
 				t.Error("a refused call was sent")

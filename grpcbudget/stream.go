@@ -3,6 +3,7 @@ package grpcbudget
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"time"
 
@@ -217,7 +218,7 @@ func handleMessage[M any](ctx context.Context, st *streamState, msg *M, handle f
 // server its end ends that message's context only. A long-lived stream thus
 // needs no deadline of hours to bound each message by a second. A d of zero
 // or less means none.
-func WithMessageBudget(d time.Duration) Option {
+func WithMessageBudget(d time.Duration) edge.Option {
 	return bothOption{
 		Server: func(c *serverConfig) { c.stream.message = max(d, 0) },
 		Client: func(c *clientConfig) { c.stream.message = max(d, 0) },
@@ -247,7 +248,7 @@ func WithMessageBudget(d time.Duration) Option {
 // stream ([edge.IdleReceiver]); each message then costs two channel
 // handoffs. A handler may return while a goroutine of its own is still in
 // Recv. A d of zero or less means none.
-func WithIdleTimeout(d time.Duration) Option {
+func WithIdleTimeout(d time.Duration) edge.Option {
 	return bothOption{
 		Server: func(c *serverConfig) { c.stream.idle = max(d, 0) },
 		Client: func(c *clientConfig) { c.stream.idle = max(d, 0) },
@@ -259,7 +260,7 @@ func WithIdleTimeout(d time.Duration) Option {
 // measurements say cannot be handled in the time the message has left (see
 // [EachMessage] for what the handler sees then). The default is none; a nil
 // op is none.
-func WithMessageOp(op *budget.Op) ServerOption {
+func WithMessageOp(op *budget.Op) edge.ServerOption {
 	return serverOption(func(c *serverConfig) { c.stream.op = op })
 }
 

@@ -2,6 +2,7 @@ package grpcbudget_test
 
 import (
 	"context"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"slices"
 	"sync"
@@ -66,16 +67,16 @@ func BenchmarkStreamThroughput(b *testing.B) {
 	variants := []struct {
 		name   string
 		svc    grpc_testing.TestServiceServer
-		server []grpcbudget.ServerOption
-		client []grpcbudget.ClientOption
+		server []edge.ServerOption
+		client []edge.ClientOption
 	}{
 		{"plain", plainDuplex{work: work}, nil, nil},
 		{"budget", budgetDuplex{work: work},
-			[]grpcbudget.ServerOption{grpcbudget.WithMessageBudget(time.Second)},
-			[]grpcbudget.ClientOption{grpcbudget.WithMessageBudget(time.Second)}},
+			[]edge.ServerOption{grpcbudget.WithMessageBudget(time.Second)},
+			[]edge.ClientOption{grpcbudget.WithMessageBudget(time.Second)}},
 		{"budget+idle", budgetDuplex{work: work},
-			[]grpcbudget.ServerOption{grpcbudget.WithMessageBudget(time.Second), grpcbudget.WithIdleTimeout(time.Second)},
-			[]grpcbudget.ClientOption{grpcbudget.WithMessageBudget(time.Second), grpcbudget.WithIdleTimeout(time.Second)}},
+			[]edge.ServerOption{grpcbudget.WithMessageBudget(time.Second), grpcbudget.WithIdleTimeout(time.Second)},
+			[]edge.ClientOption{grpcbudget.WithMessageBudget(time.Second), grpcbudget.WithIdleTimeout(time.Second)}},
 	}
 	clients := make([]grpc_testing.TestServiceClient, len(variants))
 	for i, v := range variants {
@@ -152,7 +153,7 @@ func duplexRun(c grpc_testing.TestServiceClient, n int) error {
 func BenchmarkIdleDetection(b *testing.B) {
 	const idle = 50 * time.Millisecond
 	obs := &events{}
-	c, _ := serveStreams(b, streamServer(grpcbudget.WithIdleTimeout(idle), grpcbudget.WithObserver(obs)))
+	c, _ := serveStreams(b, streamServer(grpcbudget.WithIdleTimeout(idle), edge.WithObserver(obs)))
 	var lags []time.Duration
 	for b.Loop() {
 		lags = append(lags, idleRounds(b, c, idle)...)
@@ -206,7 +207,7 @@ func quantiles(lags []time.Duration) (p50, p99, worst time.Duration) {
 func TestIdleDetectionEveryStream(t *testing.T) {
 	const idle = 50 * time.Millisecond
 	obs := &events{}
-	c, _ := serveStreams(t, streamServer(grpcbudget.WithIdleTimeout(idle), grpcbudget.WithObserver(obs)))
+	c, _ := serveStreams(t, streamServer(grpcbudget.WithIdleTimeout(idle), edge.WithObserver(obs)))
 	idleRounds(t, c, idle)
 	lags := serverLags(obs, idle)
 	if len(lags) != 100 {
@@ -238,8 +239,8 @@ func BenchmarkEachMessage(b *testing.B) {
 	const msgs = 1000
 	for _, bc := range []struct {
 		name string
-		opts []grpcbudget.ServerOption
-	}{{"plain", nil}, {"budget", []grpcbudget.ServerOption{grpcbudget.WithMessageBudget(time.Second)}}} {
+		opts []edge.ServerOption
+	}{{"plain", nil}, {"budget", []edge.ServerOption{grpcbudget.WithMessageBudget(time.Second)}}} {
 		b.Run(bc.name, func(b *testing.B) {
 			intercept := grpcbudget.StreamServerInterceptor(bc.opts...)
 			handler := eachMessage(func(ctx context.Context, _ *grpc_testing.StreamingOutputCallRequest) error {

@@ -90,7 +90,7 @@ func TestMessageTimeoutDecisions(t *testing.T) {
 					p.Trust = wire.SourcesNone
 				}
 			}
-			s := newServer([]ServerOption{WithPolicy(p), WithObserver(obs), WithMessageBudget(dur(t, tc.Own))})
+			s := newServer([]edge.ServerOption{edge.WithPolicy(p), edge.WithObserver(obs), WithMessageBudget(dur(t, tc.Own))})
 			md := metadata.MD{}
 			if tc.Values != nil {
 				md[MessageTimeoutKey] = tc.Values

@@ -3,6 +3,7 @@ package grpcbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"sync"
 	"testing"
@@ -119,7 +120,7 @@ func (s *answeringStream) Trailer() metadata.MD         { return nil }
 // the first pause ended the stream with "server idle".
 func TestClientLimitsCountTheServer(t *testing.T) {
 	t.Parallel()
-	for _, opts := range [][]grpcbudget.ClientOption{
+	for _, opts := range [][]edge.ClientOption{
 		{grpcbudget.WithMessageBudget(100 * time.Millisecond), grpcbudget.WithIdleTimeout(50 * time.Millisecond)},
 		{grpcbudget.WithMessageBudget(100 * time.Millisecond)},
 	} {

@@ -3,6 +3,7 @@ package grpcbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"net"
 	"strconv"
 	"strings"
@@ -150,7 +151,7 @@ func serveStreamsWith(t testing.TB, svc grpc_testing.TestServiceServer, srvOpts 
 
 // streamServer returns server options installing the stream interceptor
 // with opts.
-func streamServer(opts ...grpcbudget.ServerOption) []grpc.ServerOption {
+func streamServer(opts ...edge.ServerOption) []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.ChainStreamInterceptor(grpcbudget.StreamServerInterceptor(opts...))}
 }
 

@@ -3,6 +3,7 @@ package grpcbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"strconv"
 	"strings"
@@ -33,7 +34,7 @@ func TestStreamMessageHangs(t *testing.T) {
 	const perMessage = 100 * time.Millisecond
 	obs := &events{}
 	c, svc := serveStreams(t, streamServer(grpcbudget.WithMessageBudget(perMessage),
-		grpcbudget.WithPolicy(&wire.Policy{Max: time.Minute}), grpcbudget.WithObserver(obs)))
+		edge.WithPolicy(&wire.Policy{Max: time.Minute}), edge.WithObserver(obs)))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -111,16 +112,16 @@ func TestStreamMessageBudgetSent(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name   string
-		server []grpcbudget.ServerOption
+		server []edge.ServerOption
 		client time.Duration
 		want   time.Duration // 0: no budget of its own: the stream's 30 s
 	}{
 		{"client only, a tenth kept back", nil, 300 * time.Millisecond, 270 * time.Millisecond},
-		{"server smaller", []grpcbudget.ServerOption{grpcbudget.WithMessageBudget(200 * time.Millisecond)}, 20 * time.Second, 200 * time.Millisecond},
-		{"client smaller", []grpcbudget.ServerOption{grpcbudget.WithMessageBudget(20 * time.Second)}, 300 * time.Millisecond, 270 * time.Millisecond},
-		{"clamped by Max", []grpcbudget.ServerOption{grpcbudget.WithPolicy(&wire.Policy{Max: 400 * time.Millisecond})}, 20 * time.Second, 400 * time.Millisecond},
-		{"untrusted", []grpcbudget.ServerOption{grpcbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone})}, 300 * time.Millisecond, 0},
-		{"enforcement off", []grpcbudget.ServerOption{grpcbudget.WithPolicy(nil)}, 300 * time.Millisecond, 0},
+		{"server smaller", []edge.ServerOption{grpcbudget.WithMessageBudget(200 * time.Millisecond)}, 20 * time.Second, 200 * time.Millisecond},
+		{"client smaller", []edge.ServerOption{grpcbudget.WithMessageBudget(20 * time.Second)}, 300 * time.Millisecond, 270 * time.Millisecond},
+		{"clamped by Max", []edge.ServerOption{edge.WithPolicy(&wire.Policy{Max: 400 * time.Millisecond})}, 20 * time.Second, 400 * time.Millisecond},
+		{"untrusted", []edge.ServerOption{edge.WithPolicy(&wire.Policy{Trust: wire.SourcesNone})}, 300 * time.Millisecond, 0},
+		{"enforcement off", []edge.ServerOption{edge.WithPolicy(nil)}, 300 * time.Millisecond, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -151,7 +152,7 @@ func TestStreamMessageBudgetMalformed(t *testing.T) {
 	t.Parallel()
 	for _, strict := range []bool{true, false} {
 		obs := &events{}
-		c, _ := serveStreams(t, streamServer(grpcbudget.WithPolicy(&wire.Policy{Strict: strict}), grpcbudget.WithObserver(obs)))
+		c, _ := serveStreams(t, streamServer(edge.WithPolicy(&wire.Policy{Strict: strict}), edge.WithObserver(obs)))
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		ctx = metadata.AppendToOutgoingContext(ctx, grpcbudget.MessageTimeoutKey, "-5")
 		st, err := c.FullDuplexCall(ctx)
@@ -183,8 +184,8 @@ func TestStreamClientIdle(t *testing.T) {
 	t.Parallel()
 	const idle = 50 * time.Millisecond
 	obs := &events{}
-	c, _ := serveStreams(t, streamServer(grpcbudget.WithIdleTimeout(idle), grpcbudget.WithObserver(obs),
-		grpcbudget.WithPolicy(&wire.Policy{Default: time.Minute})))
+	c, _ := serveStreams(t, streamServer(grpcbudget.WithIdleTimeout(idle), edge.WithObserver(obs),
+		edge.WithPolicy(&wire.Policy{Default: time.Minute})))
 	const streams = 20
 	lags := idleLags(t, c, streams, idle)
 	for i, lag := range lags {

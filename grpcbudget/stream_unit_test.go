@@ -3,6 +3,7 @@ package grpcbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"strings"
 	"testing"
@@ -150,7 +151,7 @@ func (s *fakeClientStream) Trailer() metadata.MD         { return nil }
 var duplexDesc = &grpc.StreamDesc{StreamName: "FullDuplexCall", ServerStreams: true, ClientStreams: true}
 
 // openFake opens a stream through the client interceptor over a fake.
-func openFake(t *testing.T, ctx context.Context, block bool, opts ...grpcbudget.ClientOption) grpc.ClientStream {
+func openFake(t *testing.T, ctx context.Context, block bool, opts ...edge.ClientOption) grpc.ClientStream {
 	t.Helper()
 	intercept := grpcbudget.StreamClientInterceptor(opts...)
 	cs, err := intercept(ctx, duplexDesc, nil, "/svc/Duplex",
@@ -170,15 +171,15 @@ func openFake(t *testing.T, ctx context.Context, block bool, opts ...grpcbudget.
 func TestClientLimitsVirtual(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		opts    []grpcbudget.ClientOption
+		opts    []edge.ClientOption
 		send    bool
 		want    time.Duration
 		wantErr error
 		stage   string
 	}{
-		{"recv idle", []grpcbudget.ClientOption{grpcbudget.WithIdleTimeout(30 * time.Millisecond), grpcbudget.WithMessageBudget(time.Second)}, false, 30 * time.Millisecond, grpcbudget.ErrIdle, "server idle"},
-		{"recv budget", []grpcbudget.ClientOption{grpcbudget.WithIdleTimeout(time.Second), grpcbudget.WithMessageBudget(40 * time.Millisecond)}, false, 40 * time.Millisecond, grpcbudget.ErrMessageBudget, grpcbudget.MessageStage},
-		{"send budget", []grpcbudget.ClientOption{grpcbudget.WithIdleTimeout(time.Millisecond), grpcbudget.WithMessageBudget(40 * time.Millisecond)}, true, 40 * time.Millisecond, grpcbudget.ErrMessageBudget, grpcbudget.MessageStage},
+		{"recv idle", []edge.ClientOption{grpcbudget.WithIdleTimeout(30 * time.Millisecond), grpcbudget.WithMessageBudget(time.Second)}, false, 30 * time.Millisecond, grpcbudget.ErrIdle, "server idle"},
+		{"recv budget", []edge.ClientOption{grpcbudget.WithIdleTimeout(time.Second), grpcbudget.WithMessageBudget(40 * time.Millisecond)}, false, 40 * time.Millisecond, grpcbudget.ErrMessageBudget, grpcbudget.MessageStage},
+		{"send budget", []edge.ClientOption{grpcbudget.WithIdleTimeout(time.Millisecond), grpcbudget.WithMessageBudget(40 * time.Millisecond)}, true, 40 * time.Millisecond, grpcbudget.ErrMessageBudget, grpcbudget.MessageStage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -219,7 +220,7 @@ func TestClientLimitsVirtual(t *testing.T) {
 // the client nothing: the timers are made once per stream and reset.
 func TestStreamAllocations(t *testing.T) {
 	const msgs = 100
-	server := func(opts ...grpcbudget.ServerOption) float64 {
+	server := func(opts ...edge.ServerOption) float64 {
 		intercept := grpcbudget.StreamServerInterceptor(opts...)
 		handler := eachMessage(func(ctx context.Context, _ *grpc_testing.StreamingOutputCallRequest) error {
 			_ = ctx.Done()

@@ -7,7 +7,7 @@ package grpcbudget
 // stage names, and with them metric series, or push the names of the
 // server's own methods and Ops out of a bounded set of them (otelbudget
 // keeps a bounded number). Registered methods keep their full method name
-// as their stage unless [WithStage] names one. A call is taken as
+// as their stage unless [edge.WithStage] names one. A call is taken as
 // unregistered when grpc-go hands the interceptor no service
 // implementation, as it does for UnknownServiceHandler.
 const UnknownMethodStage = "unknown"

@@ -2,6 +2,7 @@ package grpcbudget_test
 
 import (
 	"context"
+	"github.com/timebudget/budget/edge"
 	"net"
 	"slices"
 	"strconv"
@@ -38,7 +39,7 @@ func TestUnknownMethodsShareOneStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := []grpcbudget.ServerOption{grpcbudget.WithObserver(obs)}
+	opts := []edge.ServerOption{edge.WithObserver(obs)}
 	srv := grpc.NewServer(
 		grpc.ChainUnaryInterceptor(grpcbudget.UnaryServerInterceptor(opts...)),
 		grpc.ChainStreamInterceptor(grpcbudget.StreamServerInterceptor(opts...)),

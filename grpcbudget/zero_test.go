@@ -3,6 +3,7 @@ package grpcbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -29,13 +30,13 @@ func (s bareServerStream) Context() context.Context { return s.ctx }
 // them, which always passes the call's info and stream.
 func TestZeroValues(t *testing.T) {
 	t.Parallel()
-	var nilOps grpcbudget.Ops
+	var nilOps edge.Ops
 	var nilCtx context.Context // careless, but documented to work
-	serverOpts := []grpcbudget.ServerOption{nil, grpcbudget.WithPolicy(nil), grpcbudget.WithSwitch(nil),
-		grpcbudget.WithStage(""), grpcbudget.WithObserver(nil), grpcbudget.WithLedgerCapacity(0),
-		grpcbudget.WithAdmission(nil), grpcbudget.WithAdmission(nilOps.Op), grpcbudget.WithAdmission(grpcbudget.Ops{"": nil}.Op)}
-	clientOpts := []grpcbudget.ClientOption{nil, grpcbudget.WithTransit(0), grpcbudget.WithMinUseful(0),
-		grpcbudget.WithBudgetMetadata(), grpcbudget.WithAdmission(nil), grpcbudget.WithAdmission(nilOps.Op)}
+	serverOpts := []edge.ServerOption{nil, edge.WithPolicy(nil), edge.WithSwitch(nil),
+		edge.WithStage(""), edge.WithObserver(nil), edge.WithLedgerCapacity(0),
+		edge.WithAdmission(nil), edge.WithAdmission(nilOps.Op), edge.WithAdmission(edge.Ops{"": nil}.Op)}
+	clientOpts := []edge.ClientOption{nil, edge.WithTransit(0), edge.WithMinUseful(0),
+		grpcbudget.WithBudgetMetadata(), edge.WithAdmission(nil), edge.WithAdmission(nilOps.Op)}
 	unaryOK := func(context.Context, any) (any, error) { return "ok", nil }
 	invokeOK := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
 	streamOK := func(context.Context, *grpc.StreamDesc, *grpc.ClientConn, string, ...grpc.CallOption) (grpc.ClientStream, error) {
@@ -78,8 +79,8 @@ func TestZeroValues(t *testing.T) {
 			_, err := grpcbudget.StreamClientInterceptor(clientOpts...)(context.Background(), nil, nil, "", nil)
 			return errors.Is(err, budget.ErrMisconfigured)
 		}},
-		{"WithPolicy(zero)", func() bool {
-			_ = grpcbudget.UnaryServerInterceptor(grpcbudget.WithPolicy(&wire.Policy{}))
+		{"edge.WithPolicy(zero)", func() bool {
+			_ = grpcbudget.UnaryServerInterceptor(edge.WithPolicy(&wire.Policy{}))
 			return true
 		}},
 	}

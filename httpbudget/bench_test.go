@@ -3,6 +3,7 @@ package httpbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -56,7 +57,7 @@ func BenchmarkMiddleware(b *testing.B) { benchServe(b, httpbudget.NewHandler(bar
 
 // BenchmarkMiddlewareNoLedger is the same without a per-request ledger.
 func BenchmarkMiddlewareNoLedger(b *testing.B) {
-	benchServe(b, httpbudget.NewHandler(bare, httpbudget.WithLedgerCapacity(-1)))
+	benchServe(b, httpbudget.NewHandler(bare, edge.WithLedgerCapacity(-1)))
 }
 
 // BenchmarkTransport is the client side: headers set on a copy of the
@@ -70,7 +71,7 @@ func BenchmarkTransportLinger(b *testing.B) {
 	benchTransport(b, httpbudget.WithLinger(httpbudget.DefaultLinger))
 }
 
-func benchTransport(b *testing.B, opts ...httpbudget.ClientOption) {
+func benchTransport(b *testing.B, opts ...edge.ClientOption) {
 	b.ReportAllocs()
 	tr := httpbudget.NewTransport(roundTripFunc(func(*http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}}, nil
@@ -107,12 +108,12 @@ func TestMiddlewareAllocations(t *testing.T) {
 	if got := allocs(httpbudget.NewHandler(bare)) - base; got > maxAllocs {
 		t.Errorf("middleware adds %v allocations, want at most %d", got, maxAllocs)
 	}
-	if got := allocs(httpbudget.NewHandler(bare, httpbudget.WithLedgerCapacity(-1))) - base; got > maxAllocs {
+	if got := allocs(httpbudget.NewHandler(bare, edge.WithLedgerCapacity(-1))) - base; got > maxAllocs {
 		t.Errorf("middleware without a ledger adds %v allocations, want at most %d", got, maxAllocs)
 	}
 	// A refused request allocates its response only: three header values,
 	// the error and its message, the body: 7 measured.
-	shed := httpbudget.NewHandler(bare, httpbudget.WithPolicy(&wire.Policy{Min: time.Hour}))
+	shed := httpbudget.NewHandler(bare, edge.WithPolicy(&wire.Policy{Min: time.Hour}))
 	if got := allocs(shed); got > 7 {
 		t.Errorf("a shed request allocates %v times, want at most 7", got)
 	}

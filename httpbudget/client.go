@@ -99,22 +99,31 @@ type Transport struct {
 }
 
 // NewTransport returns a Transport sending through base, or through
-// [http.DefaultTransport] when base is nil.
-func NewTransport(base http.RoundTripper, opts ...ClientOption) *Transport {
+// [http.DefaultTransport] when base is nil. It takes the client options
+// every adapter shares ([edge.WithTransit], [edge.WithMinUseful],
+// [edge.WithClientStage], [edge.WithAdmission]) and this package's own;
+// with [edge.WithAdmission], each request runs as one attempt of its stage's
+// op, refused before it is sent when the op's measurements say it cannot
+// finish in its time.
+func NewTransport(base http.RoundTripper, opts ...edge.ClientOption) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	cfg := clientConfig{minUseful: time.Millisecond}
-	for _, o := range opts {
-		if o != nil {
-			o.applyClient(&cfg)
-		}
-	}
+	cfg := edge.ConfigureClient(clientConfig{ClientSettings: edge.ClientSettings{MinUseful: time.Millisecond}}, opts)
 	return &Transport{base: base, cfg: cfg}
 }
 
 // RoundTrip implements [http.RoundTripper].
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t != nil && req != nil && t.cfg.Ops != nil {
+		if op := t.cfg.Ops(t.stage(req)); op != nil {
+			return t.admitted(op, req)
+		}
+	}
+	return t.roundTrip(req)
+}
+
+func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	if t == nil || req == nil {
 		if req != nil && req.Body != nil {
 			_ = req.Body.Close() // as a RoundTripper must, even on error
@@ -126,7 +135,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		base = http.DefaultTransport // the zero Transport
 	}
 	ctx := req.Context()
-	call, ok, err := edge.Send(ctx, t.stage(req), edge.Outbound{Transit: t.cfg.transit, MinUseful: t.cfg.minUseful})
+	call, ok, err := edge.Send(ctx, t.stage(req), edge.Outbound{Transit: t.cfg.Transit, MinUseful: t.cfg.MinUseful})
 	if err != nil {
 		if req.Body != nil {
 			_ = req.Body.Close()
@@ -225,8 +234,8 @@ func hostOf(req *http.Request) string {
 }
 
 func (t *Transport) stage(req *http.Request) string {
-	if t.cfg.stage != "" {
-		return t.cfg.stage
+	if t.cfg.Stage != "" {
+		return t.cfg.Stage
 	}
 	if req.URL != nil {
 		return req.URL.Host

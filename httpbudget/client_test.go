@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -32,7 +33,7 @@ func TestTransportSendsTheRemainingBudget(t *testing.T) {
 		return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("")), Header: http.Header{}}, nil
 	})
 	tr := httpbudget.NewTransport(base, httpbudget.WithConnectTimeoutHeader(), httpbudget.WithEnvoyTimeoutHeader(),
-		httpbudget.WithTransit(5*time.Millisecond))
+		edge.WithTransit(5*time.Millisecond))
 	ctx, cancel := budget.Start(context.Background(), 700*time.Millisecond)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/x", nil)
@@ -67,8 +68,8 @@ func TestTransportRefusesLocallyWithoutANetworkCall(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer srv.Close()
-	client := &http.Client{Transport: httpbudget.NewTransport(srv.Client().Transport, httpbudget.WithMinUseful(50*time.Millisecond),
-		httpbudget.WithClientStage("pricing"))}
+	client := &http.Client{Transport: httpbudget.NewTransport(srv.Client().Transport, edge.WithMinUseful(50*time.Millisecond),
+		edge.WithClientStage("pricing"))}
 	ctx, cancel := budget.Start(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader("body"))
@@ -116,7 +117,7 @@ func TestTransportReportsUpstreamBudgetExpired(t *testing.T) {
 	var calls atomic.Int32
 	upstream := httpbudget.NewHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		t.Error("the upstream handler ran")
-	}), httpbudget.WithPolicy(&wire.Policy{Min: time.Hour}), httpbudget.WithStage("geometry"))
+	}), edge.WithPolicy(&wire.Policy{Min: time.Hour}), edge.WithStage("geometry"))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		upstream.ServeHTTP(w, r)
@@ -178,7 +179,7 @@ func TestChainSpendsTheBudgetDown(t *testing.T) {
 			return
 		}
 		_ = resp.Body.Close()
-	}), httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Default: 500 * time.Millisecond})))
+	}), edge.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Default: 500 * time.Millisecond})))
 	defer edge.Close()
 	resp, err := http.Get(edge.URL)
 	if err != nil {
@@ -209,7 +210,7 @@ func TestTransportUnderRetry(t *testing.T) {
 		if calls.Add(1) < 3 {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-	}), httpbudget.WithObserver(obs)))
+	}), edge.WithObserver(obs)))
 	defer srv.Close()
 	client := &http.Client{Transport: httpbudget.NewTransport(srv.Client().Transport)}
 	get := func(ctx context.Context) error {
@@ -238,7 +239,7 @@ func TestTransportUnderRetry(t *testing.T) {
 	}
 
 	// An upstream that refuses for lack of budget is not retried.
-	refusing := httptest.NewServer(httpbudget.NewHandler(http.NotFoundHandler(), httpbudget.WithPolicy(&wire.Policy{Min: time.Hour})))
+	refusing := httptest.NewServer(httpbudget.NewHandler(http.NotFoundHandler(), edge.WithPolicy(&wire.Policy{Min: time.Hour})))
 	defer refusing.Close()
 	var hits atomic.Int32
 	getRefusing := func(ctx context.Context) error {

@@ -26,7 +26,7 @@ import (
 // [budget.Op] admission and [budget.Queue] read it and the [Transport]
 // forwards it. Under a shortage they refuse sheddable work first, then
 // default, so that critical requests keep their deadlines.
-func WithClassifier(f func(*http.Request) budget.Criticality) ServerOption {
+func WithClassifier(f func(*http.Request) budget.Criticality) edge.ServerOption {
 	return handlerOption(func(c *handlerConfig) { c.classify = f })
 }
 

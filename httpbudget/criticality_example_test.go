@@ -2,6 +2,7 @@ package httpbudget_test
 
 import (
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,7 +20,7 @@ func ExampleWithClassifier() {
 		fmt.Fprintln(w, budget.CriticalityFrom(r.Context()))
 	})
 	edge := httpbudget.NewHandler(handler,
-		httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Max: 2 * time.Second}),
+		edge.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Max: 2 * time.Second}),
 		httpbudget.WithClassifier(func(r *http.Request) budget.Criticality {
 			if strings.HasPrefix(r.URL.Path, "/checkout") {
 				return budget.Critical

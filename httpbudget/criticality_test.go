@@ -2,6 +2,7 @@ package httpbudget_test
 
 import (
 	"context"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -55,13 +56,13 @@ func TestCriticalityAcrossTwoHops(t *testing.T) {
 		_ = resp.Body.Close()
 	})
 	withMax := httptest.NewServer(httpbudget.NewHandler(forward, httpbudget.WithClassifier(byPath),
-		httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Max: 5 * time.Second})))
+		edge.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Max: 5 * time.Second})))
 	defer withMax.Close()
 	noDeadline := httptest.NewServer(httpbudget.NewHandler(forward, httpbudget.WithClassifier(byPath),
-		httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone})))
+		edge.WithPolicy(&wire.Policy{Trust: wire.SourcesNone})))
 	defer noDeadline.Close()
 	plainEdge := httptest.NewServer(httpbudget.NewHandler(forward,
-		httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Max: 5 * time.Second})))
+		edge.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Max: 5 * time.Second})))
 	defer plainEdge.Close()
 
 	for _, tc := range []struct {
@@ -98,7 +99,7 @@ func TestCriticalityTrustedAndHostile(t *testing.T) {
 	var got budget.Criticality
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = budget.CriticalityFrom(r.Context()) })
 	lenient := httpbudget.NewHandler(h, httpbudget.WithClassifier(func(*http.Request) budget.Criticality { return budget.Sheddable }))
-	strict := httpbudget.NewHandler(h, httpbudget.WithPolicy(&wire.Policy{Strict: true}))
+	strict := httpbudget.NewHandler(h, edge.WithPolicy(&wire.Policy{Strict: true}))
 	for _, tc := range []struct {
 		h      http.Handler
 		value  string
@@ -136,7 +137,7 @@ func TestAdmissionShedsByClass(t *testing.T) {
 			if strings.HasSuffix(r.URL.Path, "/block") {
 				<-release
 			}
-		}), httpbudget.WithAdmission(only(&budget.Op{Name: "handler", Limit: 4})), httpbudget.WithClassifier(byPath))
+		}), edge.WithAdmission(only(&budget.Op{Name: "handler", Limit: 4})), httpbudget.WithClassifier(byPath))
 		serve := func(path string) *httptest.ResponseRecorder {
 			rec := httptest.NewRecorder()
 			r := httptest.NewRequest(http.MethodGet, path, nil)
@@ -183,8 +184,8 @@ func TestAdmissionUnderOverloadKeepsCriticalRequests(t *testing.T) {
 			cores <- struct{}{}
 			time.Sleep(work)
 			<-cores
-		}), httpbudget.WithAdmission(only(&budget.Op{Name: "backend", Limit: 32})), httpbudget.WithClassifier(byPath),
-			httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Max: 300 * time.Millisecond}))
+		}), edge.WithAdmission(only(&budget.Op{Name: "backend", Limit: 32})), httpbudget.WithClassifier(byPath),
+			edge.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Max: 300 * time.Millisecond}))
 		paths := []string{"/checkout", "/other", "/prefetch"}
 		var mu sync.Mutex
 		var offered, ok, late [3]int
@@ -232,21 +233,21 @@ func TestAdmissionUnderOverloadKeepsCriticalRequests(t *testing.T) {
 // handler), the policy's Criticality.
 func TestCriticalityContextPrecedence(t *testing.T) {
 	t.Parallel()
-	sheddablePolicy := httpbudget.WithPolicy(&wire.Policy{Criticality: wire.CriticalitySheddable})
+	sheddablePolicy := edge.WithPolicy(&wire.Policy{Criticality: wire.CriticalitySheddable})
 	classify := httpbudget.WithClassifier(func(*http.Request) budget.Criticality { return budget.DefaultCriticality })
 	for _, tc := range []struct {
 		name   string
-		opts   []httpbudget.ServerOption
+		opts   []edge.ServerOption
 		header string // Request-Criticality, when not empty
 		parent budget.Criticality
 		want   budget.Criticality
 	}{
-		{"the header beats the context", []httpbudget.ServerOption{sheddablePolicy}, "default", budget.Critical, budget.DefaultCriticality},
-		{"the classifier beats the context", []httpbudget.ServerOption{sheddablePolicy, classify}, "", budget.Critical, budget.DefaultCriticality},
-		{"the context beats the policy", []httpbudget.ServerOption{sheddablePolicy}, "", budget.Critical, budget.Critical},
-		{"the context survives an edge's trust", []httpbudget.ServerOption{httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone})},
+		{"the header beats the context", []edge.ServerOption{sheddablePolicy}, "default", budget.Critical, budget.DefaultCriticality},
+		{"the classifier beats the context", []edge.ServerOption{sheddablePolicy, classify}, "", budget.Critical, budget.DefaultCriticality},
+		{"the context beats the policy", []edge.ServerOption{sheddablePolicy}, "", budget.Critical, budget.Critical},
+		{"the context survives an edge's trust", []edge.ServerOption{edge.WithPolicy(&wire.Policy{Trust: wire.SourcesNone})},
 			"sheddable", budget.Critical, budget.Critical},
-		{"the policy without a class on the context", []httpbudget.ServerOption{sheddablePolicy}, "", budget.DefaultCriticality, budget.Sheddable},
+		{"the policy without a class on the context", []edge.ServerOption{sheddablePolicy}, "", budget.DefaultCriticality, budget.Sheddable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

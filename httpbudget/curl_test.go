@@ -2,6 +2,7 @@ package httpbudget_test
 
 import (
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -36,7 +37,7 @@ func TestCurlHostileHeaders(t *testing.T) {
 				return
 			}
 			fmt.Fprintf(w, "%d", left.Round(100*time.Millisecond).Milliseconds())
-		}), httpbudget.WithPolicy(&wire.Policy{Strict: strict, Max: 10 * time.Second}))
+		}), edge.WithPolicy(&wire.Policy{Strict: strict, Max: 10 * time.Second}))
 	}
 	lenient := httptest.NewServer(handler(false))
 	t.Cleanup(lenient.Close) // parallel subtests outlive a deferred call

@@ -25,7 +25,7 @@ const (
 // header that asks for application/json.
 //
 // The page learns about refusals from its [DebugPage.Observer]; set it on
-// [NewHandler] with [WithObserver] (or as a budget's or an Op's observer).
+// [NewHandler] with [edge.WithObserver] (or as a budget's or an Op's observer).
 // The observer costs a few comparisons per event (and an atomic store per
 // arrival, to remember the latest request's budget) and takes the page's
 // lock only for refusals, expiries and probes: recording the last requests

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -31,7 +32,7 @@ func ExampleDebugPage() {
 		w.WriteHeader(httpbudget.StatusOf(r.Context(), err))
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/quote", httpbudget.NewHandler(app, httpbudget.WithObserver(debug.Observer())))
+	mux.Handle("/quote", httpbudget.NewHandler(app, edge.WithObserver(debug.Observer())))
 	mux.Handle("/debug/budget", debug)
 
 	req := httptest.NewRequest(http.MethodGet, "/quote", nil)

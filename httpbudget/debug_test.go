@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -84,7 +85,7 @@ func newDebugRig(t *testing.T) *debugRig {
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, req *http.Request) {
 		_ = slow.Do(req.Context(), func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
 	})
-	app := httpbudget.NewHandler(mux, httpbudget.WithObserver(r.page.Observer()))
+	app := httpbudget.NewHandler(mux, edge.WithObserver(r.page.Observer()))
 	root := http.NewServeMux()
 	root.Handle("/", app)
 	root.Handle("/debug/budget", r.page)
@@ -113,8 +114,8 @@ func (r *debugRig) traffic(t *testing.T) {
 
 	ctx, cancel := budget.Config{Observer: r.page.Observer()}.Start(context.Background(), time.Second)
 	defer cancel()
-	client := &http.Client{Transport: httpbudget.NewTransport(nil, httpbudget.WithMinUseful(time.Hour),
-		httpbudget.WithClientStage(`<img src=x onerror="alert('stage')">`))}
+	client := &http.Client{Transport: httpbudget.NewTransport(nil, edge.WithMinUseful(time.Hour),
+		edge.WithClientStage(`<img src=x onerror="alert('stage')">`))}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.srv.URL+"/quote", nil)
 	if _, err := client.Do(req); !errors.Is(err, budget.ErrInsufficient) {
 		t.Fatalf("local refusal: %v", err)

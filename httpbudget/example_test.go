@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,8 +21,8 @@ func ExampleNewHandler() {
 		left, _ := budget.Remaining(r.Context())
 		io.WriteString(w, "handler has "+left.Round(100*time.Millisecond).String()+"\n")
 	})
-	h := httpbudget.NewHandler(handler, httpbudget.WithStage("checkout"),
-		httpbudget.WithPolicy(&wire.Policy{Max: 2 * time.Second, Min: 50 * time.Millisecond, AnswerMargin: 100 * time.Millisecond}))
+	h := httpbudget.NewHandler(handler, edge.WithStage("checkout"),
+		edge.WithPolicy(&wire.Policy{Max: 2 * time.Second, Min: 50 * time.Millisecond, AnswerMargin: 100 * time.Millisecond}))
 
 	for _, timeout := range []string{"5000", "20"} {
 		req := httptest.NewRequest(http.MethodGet, "/checkout", nil)
@@ -43,11 +44,11 @@ func ExampleNewTransport() {
 	hang := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done() // gives up when the budget ends, writes nothing
 	})
-	srv := httptest.NewServer(httpbudget.NewHandler(hang, httpbudget.WithStage("pricing"),
-		httpbudget.WithAnswerMargin(400*time.Millisecond)))
+	srv := httptest.NewServer(httpbudget.NewHandler(hang, edge.WithStage("pricing"),
+		edge.WithAnswerMargin(400*time.Millisecond)))
 	defer srv.Close()
 
-	client := &http.Client{Transport: httpbudget.NewTransport(nil, httpbudget.WithClientStage("pricing"))}
+	client := &http.Client{Transport: httpbudget.NewTransport(nil, edge.WithClientStage("pricing"))}
 	ctx, cancel := budget.Start(context.Background(), time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)

@@ -3,6 +3,7 @@ package httpbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -58,7 +59,7 @@ func TestHandlerAnswersAnExpiredBudget504(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				h := httpbudget.NewHandler(tc.h, httpbudget.WithStage("checkout"))
+				h := httpbudget.NewHandler(tc.h, edge.WithStage("checkout"))
 				rec := serve(h, map[string]string{"Request-Timeout-Ms": "50"})
 				res := rec.Result()
 				if res.StatusCode != tc.code {
@@ -118,15 +119,15 @@ func TestHandlerKeepsAnAnswerMargin(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name   string
-		opts   []httpbudget.ServerOption
+		opts   []edge.ServerOption
 		header string
 		want   time.Duration
 	}{
 		{"adaptive, nothing seen yet: 1 ms", nil, "100", 99 * time.Millisecond},
 		{"at most 1/10 of a small budget", nil, "8", 7200 * time.Microsecond},
-		{"fixed", []httpbudget.ServerOption{httpbudget.WithAnswerMargin(3 * time.Millisecond)}, "100", 97 * time.Millisecond},
-		{"off", []httpbudget.ServerOption{httpbudget.WithAnswerMargin(-1)}, "100", 100 * time.Millisecond},
-		{"a larger reserve wins", []httpbudget.ServerOption{httpbudget.WithPolicy(&wire.Policy{AnswerMargin: 5 * time.Millisecond})}, "100", 95 * time.Millisecond},
+		{"fixed", []edge.ServerOption{edge.WithAnswerMargin(3 * time.Millisecond)}, "100", 97 * time.Millisecond},
+		{"off", []edge.ServerOption{edge.WithAnswerMargin(-1)}, "100", 100 * time.Millisecond},
+		{"a larger reserve wins", []edge.ServerOption{edge.WithPolicy(&wire.Policy{AnswerMargin: 5 * time.Millisecond})}, "100", 95 * time.Millisecond},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package httpbudget_test
 
 import (
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -35,8 +36,8 @@ func FuzzHandler(f *testing.F) {
 		dl, ok := r.Context().Deadline()
 		got = run{ran: true, left: time.Until(dl), ok: ok}
 	})
-	lenient := httpbudget.NewHandler(next, httpbudget.WithPolicy(&policy))
-	strict := httpbudget.NewHandler(next, httpbudget.WithPolicy(&strictPolicy))
+	lenient := httpbudget.NewHandler(next, edge.WithPolicy(&policy))
+	strict := httpbudget.NewHandler(next, edge.WithPolicy(&strictPolicy))
 
 	f.Fuzz(func(t *testing.T, rt, rd, grpc, connect, envoy, xrd, ttl, attempt string, connectProto bool) {
 		for _, isStrict := range []bool{false, true} {

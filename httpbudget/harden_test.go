@@ -3,6 +3,7 @@ package httpbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -36,7 +37,7 @@ func TestHandlerMaxIsACeiling(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var s seen
-			rec := serve(httpbudget.NewHandler(probeHandler(&s), httpbudget.WithPolicy(&tc.policy)), tc.hdr)
+			rec := serve(httpbudget.NewHandler(probeHandler(&s), edge.WithPolicy(&tc.policy)), tc.hdr)
 			if rec.Code != http.StatusOK || !s.ran {
 				t.Fatalf("status %d, ran %v; want 200 and the handler run", rec.Code, s.ran)
 			}
@@ -58,7 +59,7 @@ func TestNewHandlerPanicsOnAnInvalidPolicy(t *testing.T) {
 			t.Fatalf("panic value %v; want an error matching ErrMisconfigured and ErrInvalidPolicy naming Policy.Min", err)
 		}
 	}()
-	httpbudget.NewHandler(http.NotFoundHandler(), httpbudget.WithPolicy(&wire.Policy{Min: -time.Second}))
+	httpbudget.NewHandler(http.NotFoundHandler(), edge.WithPolicy(&wire.Policy{Min: -time.Second}))
 	t.Fatal("NewHandler accepted a negative Min")
 }
 

@@ -2,6 +2,7 @@ package httpbudget
 
 import (
 	"context"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"net/http"
 	"sync"
@@ -73,7 +74,7 @@ const lingerWindow = 10 * time.Second
 // always aborted at once: its caller is gone for good and the server should
 // stop too. Once the response's headers have come, its body is read under
 // the caller's deadline.
-func WithLinger(d time.Duration) ClientOption {
+func WithLinger(d time.Duration) edge.ClientOption {
 	return clientOption(func(c *clientConfig) { c.linger = d })
 }
 

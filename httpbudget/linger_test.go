@@ -3,6 +3,7 @@ package httpbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"net"
 	"net/http"
@@ -43,7 +44,7 @@ func newConnServer(t *testing.T, h http.Handler) *connServer {
 
 // client returns an HTTP client for s whose Transport is NewTransport over
 // a pool of its own, with opts; its idle connections close with the test.
-func (s *connServer) client(t *testing.T, opts ...httpbudget.ClientOption) *http.Client {
+func (s *connServer) client(t *testing.T, opts ...edge.ClientOption) *http.Client {
 	base := s.Client().Transport.(*http.Transport).Clone()
 	t.Cleanup(base.CloseIdleConnections)
 	return &http.Client{Transport: httpbudget.NewTransport(base, opts...)}
@@ -153,7 +154,7 @@ func TestTransportKeepsTheConnectionOfALateAnswer(t *testing.T) {
 // request's time left, whichever is less.
 func TestTransportLingersAfterAnExpiry(t *testing.T) {
 	t.Parallel()
-	for name, opts := range map[string][]httpbudget.ClientOption{
+	for name, opts := range map[string][]edge.ClientOption{
 		"NewTransport":  nil,
 		"WithLinger(0)": {httpbudget.WithLinger(0)},
 	} {

@@ -1,6 +1,10 @@
 package httpbudget
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/timebudget/budget/edge"
+)
 
 // NewMiddleware returns the middleware form of NewHandler, for routers that
 // compose func(http.Handler) http.Handler values (chi's Use, gorilla/mux's
@@ -10,6 +14,6 @@ import "net/http"
 // once per call of the returned function. The middleware is safe for
 // concurrent use; like NewHandler, it panics if next is nil, as http.Handle
 // does.
-func NewMiddleware(opts ...ServerOption) func(next http.Handler) http.Handler {
+func NewMiddleware(opts ...edge.ServerOption) func(next http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler { return NewHandler(next, opts...) }
 }

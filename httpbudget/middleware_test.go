@@ -2,6 +2,7 @@ package httpbudget_test
 
 import (
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,7 +19,7 @@ import (
 // and a refusal on arrival that never runs the handler.
 func TestMiddlewareIsNewHandler(t *testing.T) {
 	t.Parallel()
-	edge := &wire.Policy{Trust: wire.SourcesNone, Default: 300 * time.Millisecond, Max: time.Second}
+	public := &wire.Policy{Trust: wire.SourcesNone, Default: 300 * time.Millisecond, Max: time.Second}
 	tests := []struct {
 		name       string
 		policy     *wire.Policy
@@ -27,7 +28,7 @@ func TestMiddlewareIsNewHandler(t *testing.T) {
 		wantRan    bool
 		wantLeft   time.Duration // at most; zero when the handler must not run
 	}{
-		{"edge ignores the client's header", edge, map[string]string{"Request-Timeout-Ms": "5"}, http.StatusOK, true, 300 * time.Millisecond},
+		{"edge ignores the client's header", public, map[string]string{"Request-Timeout-Ms": "5"}, http.StatusOK, true, 300 * time.Millisecond},
 		{"trusted header is applied", &wire.Policy{}, map[string]string{"Request-Timeout-Ms": "40"}, http.StatusOK, true, 40 * time.Millisecond},
 		{"expired request is refused", &wire.Policy{}, map[string]string{"Request-Timeout-Ms": "0"}, http.StatusGatewayTimeout, false, 0},
 	}
@@ -35,7 +36,7 @@ func TestMiddlewareIsNewHandler(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var s seen
-			mw := httpbudget.NewMiddleware(httpbudget.WithPolicy(tt.policy), httpbudget.WithStage("edge"))
+			mw := httpbudget.NewMiddleware(edge.WithPolicy(tt.policy), edge.WithStage("edge"))
 			rec := serve(mw(probeHandler(&s)), tt.header)
 			if rec.Code != tt.wantStatus || s.ran != tt.wantRan {
 				t.Fatalf("status %d, ran %v; want %d, %v", rec.Code, s.ran, tt.wantStatus, tt.wantRan)
@@ -54,10 +55,10 @@ func TestMiddlewareIsNewHandler(t *testing.T) {
 // func(http.Handler) http.Handler (chi, gorilla/mux) do.
 func ExampleNewMiddleware() {
 	// A public edge: whatever a client sends, each request gets 300 ms.
-	edge := httpbudget.NewMiddleware(httpbudget.WithPolicy(&wire.Policy{
+	front := httpbudget.NewMiddleware(edge.WithPolicy(&wire.Policy{
 		Trust: wire.SourcesNone, Default: 300 * time.Millisecond, Max: time.Second,
 	}))
-	h := edge(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := front(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		left, ok := budget.Remaining(r.Context())
 		_, _ = fmt.Fprintln(w, ok, left <= 300*time.Millisecond)
 	}))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -91,13 +92,13 @@ func TestHandlerMarksARefusalOnArrival(t *testing.T) {
 		shed    bool
 		sent    budget.Sent
 	}{
-		{"too little time", httpbudget.NewHandler(ran, httpbudget.WithPolicy(&wire.Policy{Min: time.Second})), "100", true, budget.ServerRefused},
+		{"too little time", httpbudget.NewHandler(ran, edge.WithPolicy(&wire.Policy{Min: time.Second})), "100", true, budget.ServerRefused},
 		{"expired", httpbudget.NewHandler(ran), "0", true, budget.ServerRefused},
-		{"refused by the op", httpbudget.NewHandler(ran, httpbudget.WithAdmission(func(string) *budget.Op {
+		{"refused by the op", httpbudget.NewHandler(ran, edge.WithAdmission(func(string) *budget.Op {
 			return &budget.Op{Name: "slow", MinUseful: time.Hour}
 		})), "5000", true, budget.ServerRefused},
 		{"handler ran out of time", httpbudget.NewHandler(giveUp(func(http.ResponseWriter) {})), "50", false, budget.Executed},
-		{"malformed, strict", httpbudget.NewHandler(ran, httpbudget.WithPolicy(&wire.Policy{Strict: true})), "x", false, 0},
+		{"malformed, strict", httpbudget.NewHandler(ran, edge.WithPolicy(&wire.Policy{Strict: true})), "x", false, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -30,7 +30,7 @@ import (
 // included; a database driver's quotes the failed statement. Log err in
 // full, then answer with WriteError. The stage in Budget-Expired loses any
 // URL query string or user info ([budget.RedactError]); name stages with
-// [WithClientStage] when even a host should not show. Like http.Error, it
+// [edge.WithClientStage] when even a host should not show. Like http.Error, it
 // does not end the handler, and the handler should write nothing more. It
 // costs what http.Error does, plus one errors.As and a walk of err's chain.
 func WriteError(w http.ResponseWriter, err error) {

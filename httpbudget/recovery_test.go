@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -73,7 +74,7 @@ func runTwoHops(t *testing.T, edgePrior, backendPrior time.Duration) (time.Durat
 			return
 		}
 		_, _ = io.WriteString(w, "backend")
-	}), httpbudget.WithStage("backend")))
+	}), edge.WithStage("backend")))
 	defer backend.Close()
 
 	client := &http.Client{Transport: httpbudget.NewTransport(nil)}
@@ -101,7 +102,7 @@ func runTwoHops(t *testing.T, edgePrior, backendPrior time.Duration) (time.Durat
 			return
 		}
 		_, _ = io.WriteString(w, "backend")
-	}), httpbudget.WithStage("edge")))
+	}), edge.WithStage("edge")))
 	defer edge.Close()
 
 	start := time.Now()

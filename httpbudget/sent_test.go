@@ -3,6 +3,7 @@ package httpbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"net"
 	"net/http"
@@ -226,7 +227,7 @@ func TestTransportRefusalAndExpiredAnswer(t *testing.T) {
 	short, cancelShort := budget.Start(context.Background(), 10*time.Millisecond)
 	defer cancelShort()
 	req, _ = http.NewRequestWithContext(short, http.MethodPost, "http://svc.test/", nil)
-	_, err = httpbudget.NewTransport(expired, httpbudget.WithMinUseful(time.Second)).RoundTrip(req)
+	_, err = httpbudget.NewTransport(expired, edge.WithMinUseful(time.Second)).RoundTrip(req)
 	if s, _ := budget.SentOf(err); s != budget.NotSent || !errors.Is(err, budget.ErrInsufficient) {
 		t.Errorf("local refusal: SentOf(%v) = %v, want not_sent", err, s)
 	}

@@ -29,7 +29,7 @@ import (
 //     refused with 400 Bad Request and a body naming the header.
 //   - otherwise next runs with a context carrying the request's budget and
 //     its ledger. The budget's deadline is the caller's less the larger of
-//     the policy's AnswerMargin and the answer margin ([WithAnswerMargin]; by
+//     the policy's AnswerMargin and the answer margin ([edge.WithAnswerMargin]; by
 //     default adaptive, 1 to 10 ms and at most 1/10 of the time left), so
 //     that the handler stops, and its answer reaches the caller, before the
 //     caller stops waiting.
@@ -60,30 +60,24 @@ import (
 // requests that send none without a deadline, and refuses only requests whose
 // deadline has already passed. That is the policy of a service behind an edge
 // it trusts. A public edge must not trust its clients: give it
-// WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Max: ...}), under which no
+// edge.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Max: ...}), under which no
 // handler runs longer than Max whatever a request sent or omitted. With Max
 // set, every admitted request runs with a deadline at most Max away. An
-// invalid policy makes NewHandler panic at setup (see [WithPolicy]).
-func NewHandler(next http.Handler, opts ...ServerOption) http.Handler {
+// invalid policy makes NewHandler panic at setup (see [edge.WithPolicy]).
+func NewHandler(next http.Handler, opts ...edge.ServerOption) http.Handler {
 	if next == nil {
 		// As http.Handle does: a setup mistake, caught before any request.
 		panic("httpbudget: NewHandler with a nil handler")
 	}
-	cfg := handlerConfig{stage: "request"}
-	for _, o := range opts {
-		if o != nil {
-			o.applyHandler(&cfg)
-		}
-	}
-	cfg.policy = edge.OrDefault(cfg.policy)
-	k := edge.NewMarginKeeper(cfg.margin)
-	h := &handler{next: next, cfg: cfg, margin: k, arrival: edge.Arrival{Adapter: "httpbudget", Stage: cfg.stage,
-		Observer: cfg.observer, LedgerCapacity: cfg.ledgerCap, Margin: k}}
-	h.stageValue = wire.FormatBudgetExpired(cfg.stage)
-	h.expiredText = (&budget.Error{Stage: cfg.stage, Outcome: budget.OutcomeExpired}).Error()
+	cfg := edge.Configure(handlerConfig{ServerSettings: edge.ServerSettings{Stage: "request"}}, opts)
+	k, arrival := cfg.Start("httpbudget")
+	arrival.Stage = cfg.Stage
+	h := &handler{next: next, cfg: cfg, margin: k, arrival: arrival}
+	h.stageValue = wire.FormatBudgetExpired(cfg.Stage)
+	h.expiredText = (&budget.Error{Stage: cfg.Stage, Outcome: budget.OutcomeExpired}).Error()
 	h.expiredLine = []byte(h.expiredText + "\n")
-	h.shedText = (&budget.Error{Stage: cfg.stage, Outcome: budget.OutcomeShed}).Error()
-	h.lateText = "budget: " + cfg.stage + " refused on arrival: the deadline had passed"
+	h.shedText = (&budget.Error{Stage: cfg.Stage, Outcome: budget.OutcomeShed}).Error()
+	h.lateText = "budget: " + cfg.Stage + " refused on arrival: the deadline had passed"
 	return h
 }
 
@@ -103,7 +97,7 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
-	ctx, cancel, dec, err := h.arrival.Arrive(r.Context(), h.cfg.policy.Load(), h.request(r, now))
+	ctx, cancel, dec, err := h.arrival.Arrive(r.Context(), h.cfg.Policy.Load(), h.request(r, now))
 	if err != nil {
 		h.refuse(w, r, dec, err)
 		return
@@ -152,7 +146,7 @@ func (h *handler) finish(ctx context.Context, aw *answerWriter, r *http.Request)
 		return
 	}
 	if aw.sent {
-		aw.Header().Set(http.TrailerPrefix+wire.HeaderBudgetExpired, wire.FormatBudgetExpired(h.cfg.stage))
+		aw.Header().Set(http.TrailerPrefix+wire.HeaderBudgetExpired, wire.FormatBudgetExpired(h.cfg.Stage))
 		return
 	}
 	aw.sent = true

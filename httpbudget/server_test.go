@@ -3,6 +3,7 @@ package httpbudget_test
 import (
 	"context"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -72,7 +73,7 @@ func TestHandlerAppliesThePolicy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var s seen
-			h := httpbudget.NewHandler(probeHandler(&s), httpbudget.WithPolicy(tc.policy), httpbudget.WithStage("checkout"))
+			h := httpbudget.NewHandler(probeHandler(&s), edge.WithPolicy(tc.policy), edge.WithStage("checkout"))
 			rec := serve(h, tc.hdr)
 			if rec.Code != tc.status || s.ran != tc.ran || s.deadline != tc.deadline {
 				t.Fatalf("status %d ran %v deadline %v; want %d %v %v (body %q)", rec.Code, s.ran, s.deadline,
@@ -108,7 +109,7 @@ func TestHandlerPolicySwapsAtRunTime(t *testing.T) {
 	var sw wire.Switch
 	sw.Store(&wire.Policy{Min: time.Second})
 	var s seen
-	h := httpbudget.NewHandler(probeHandler(&s), httpbudget.WithSwitch(&sw))
+	h := httpbudget.NewHandler(probeHandler(&s), edge.WithSwitch(&sw))
 	hdr := map[string]string{"Request-Timeout-Ms": "100"}
 	if rec := serve(h, hdr); rec.Code != 504 {
 		t.Fatalf("with Min 1s: %d", rec.Code)
@@ -141,8 +142,8 @@ func TestHandlerServerTimingAndObserver(t *testing.T) {
 		_ = op.Do(r.Context(), func(context.Context) error { time.Sleep(2 * time.Millisecond); return nil })
 		w.WriteHeader(http.StatusAccepted)
 	})
-	h := httpbudget.NewHandler(next, httpbudget.WithServerTiming(), httpbudget.WithObserver(obs),
-		httpbudget.WithPolicy(&wire.Policy{Min: 50 * time.Millisecond}))
+	h := httpbudget.NewHandler(next, httpbudget.WithServerTiming(), edge.WithObserver(obs),
+		edge.WithPolicy(&wire.Policy{Min: 50 * time.Millisecond}))
 	rec := serve(h, map[string]string{"Request-Timeout-Ms": "1000"})
 	if rec.Code != http.StatusAccepted {
 		t.Fatalf("status %d", rec.Code)
@@ -194,8 +195,8 @@ func TestStatusOf(t *testing.T) {
 
 func TestHandlerAnswersConnectRequestsWithAConnectError(t *testing.T) {
 	t.Parallel()
-	h := httpbudget.NewHandler(http.NotFoundHandler(), httpbudget.WithPolicy(&wire.Policy{Min: time.Second}),
-		httpbudget.WithStage("pricing"))
+	h := httpbudget.NewHandler(http.NotFoundHandler(), edge.WithPolicy(&wire.Policy{Min: time.Second}),
+		edge.WithStage("pricing"))
 	req := httptest.NewRequest(http.MethodPost, "/pkg.Svc/Method", strings.NewReader("{}"))
 	req.Header.Set("Connect-Protocol-Version", "1")
 	req.Header.Set("Content-Type", "application/json")
@@ -211,7 +212,7 @@ func TestHandlerAnswersConnectRequestsWithAConnectError(t *testing.T) {
 func TestNewHandlerSetupMistakes(t *testing.T) {
 	t.Parallel()
 	var s seen
-	h := httpbudget.NewHandler(probeHandler(&s), nil, httpbudget.WithStage("x"), nil)
+	h := httpbudget.NewHandler(probeHandler(&s), nil, edge.WithStage("x"), nil)
 	if rec := serve(h, map[string]string{"Request-Timeout-Ms": "100"}); rec.Code != 200 || !s.deadline {
 		t.Fatalf("nil options must be ignored: %d", rec.Code)
 	}

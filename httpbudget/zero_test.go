@@ -3,6 +3,7 @@ package httpbudget_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,10 +21,10 @@ import (
 func TestZeroValues(t *testing.T) {
 	t.Parallel()
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	zeroOpts := []httpbudget.ServerOption{nil, httpbudget.WithPolicy(nil), httpbudget.WithSwitch(nil),
-		httpbudget.WithStage(""), httpbudget.WithObserver(nil), httpbudget.WithLedgerCapacity(0), httpbudget.WithServerTiming()}
-	zeroClient := []httpbudget.ClientOption{nil, httpbudget.WithTransit(0), httpbudget.WithMinUseful(0),
-		httpbudget.WithClientStage(""), httpbudget.WithConnectTimeoutHeader(), httpbudget.WithEnvoyTimeoutHeader(),
+	zeroOpts := []edge.ServerOption{nil, edge.WithPolicy(nil), edge.WithSwitch(nil),
+		edge.WithStage(""), edge.WithObserver(nil), edge.WithLedgerCapacity(0), httpbudget.WithServerTiming()}
+	zeroClient := []edge.ClientOption{nil, edge.WithTransit(0), edge.WithMinUseful(0),
+		edge.WithClientStage(""), httpbudget.WithConnectTimeoutHeader(), httpbudget.WithEnvoyTimeoutHeader(),
 		httpbudget.WithoutDeadlineHeader()}
 	bare := func() *http.Request { return new(http.Request) } // no URL, no header, no context
 	expired := func() *http.Request {
@@ -46,7 +47,7 @@ func TestZeroValues(t *testing.T) {
 			rec := httptest.NewRecorder()
 			r := bare()
 			r.Header = http.Header{"Request-Timeout-Ms": {"0"}}
-			httpbudget.NewHandler(ok, httpbudget.WithStage("")).ServeHTTP(rec, r)
+			httpbudget.NewHandler(ok, edge.WithStage("")).ServeHTTP(rec, r)
 			return rec.Code == http.StatusGatewayTimeout && rec.Header().Get("Budget-Expired") == "unknown"
 		}},
 		{"StatusOf(nil)", func() bool { return httpbudget.StatusOf(context.Background(), nil) == http.StatusOK }},

@@ -2,6 +2,7 @@ package otelbudget_test
 
 import (
 	"context"
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -43,7 +44,7 @@ func TestBaggageUnderEdgeTrust(t *testing.T) {
 			got := make(chan budget.Criticality, 1)
 			h := httpbudget.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				got <- budget.CriticalityFrom(r.Context())
-			}), httpbudget.WithPolicy(tc.policy))
+			}), edge.WithPolicy(tc.policy))
 			withBaggage := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				ctx := prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 				h.ServeHTTP(w, r.WithContext(ctx))

@@ -3,6 +3,7 @@ package otelbudget_test
 import (
 	"context"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"net/http"
 
 	"github.com/timebudget/budget"
@@ -28,5 +29,5 @@ func Example() {
 		}
 		fmt.Fprintln(w, "hello")
 	})
-	http.Handle("/", httpbudget.NewHandler(app, httpbudget.WithObserver(observer)))
+	http.Handle("/", httpbudget.NewHandler(app, edge.WithObserver(observer)))
 }

@@ -30,7 +30,7 @@ var fractionBuckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 
 // Observer is a [budget.Observer] that records budgets as OpenTelemetry
 // metrics and annotates the span of each event's context. Set it as
 // [budget.Config.Observer], as an Op's Observer, or pass it to an adapter
-// (httpbudget.WithObserver, grpcbudget.WithObserver).
+// ([github.com/timebudget/budget/edge.WithObserver]).
 //
 // Metrics (attribute keys in braces; see the package documentation for the
 // rules):

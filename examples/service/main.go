@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"log"
 	"net"
@@ -175,7 +176,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	gs := grpc.NewServer(grpc.UnaryInterceptor(grpcbudget.UnaryServerInterceptor(grpcbudget.WithPolicy(&wire.Policy{Max: time.Second}))))
+	gs := grpc.NewServer(grpc.UnaryInterceptor(grpcbudget.UnaryServerInterceptor(edge.WithPolicy(&wire.Policy{Max: time.Second}))))
 	healthpb.RegisterHealthServer(gs, inventoryServer{})
 	go func() { _ = gs.Serve(lis) }()
 	defer gs.Stop()
@@ -188,12 +189,12 @@ func main() {
 
 	// The public edge trusts no client's deadline: every request gets 300 ms,
 	// and nothing a client sends can raise it above 1 s.
-	edge := httpbudget.NewMiddleware(
-		httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Default: 300 * time.Millisecond, Max: time.Second}),
-		httpbudget.WithStage("edge"))
+	front := httpbudget.NewMiddleware(
+		edge.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Default: 300 * time.Millisecond, Max: time.Second}),
+		edge.WithStage("edge"))
 	svc := &service{db: db, pricingURL: pricingURL, inventory: healthpb.NewHealthClient(conn),
-		pricing: &http.Client{Transport: httpbudget.NewTransport(http.DefaultTransport, httpbudget.WithClientStage("pricing"))}}
-	url := serve(edge(svc)) + "/product?id=1"
+		pricing: &http.Client{Transport: httpbudget.NewTransport(http.DefaultTransport, edge.WithClientStage("pricing"))}}
+	url := serve(front(svc)) + "/product?id=1"
 
 	// The user's side: a client that gives up after 2 s, as a browser would.
 	user := &http.Client{Timeout: 2 * time.Second}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -65,13 +66,13 @@ func withBudget(v *variant, p params) {
 	// (Request-Timeout-Ms, which the load generator sends as the user's
 	// own client would), never more than the budget; with nothing sent, the
 	// request gets the whole budget.
-	edge := &wire.Policy{Default: p.Budget, Max: p.Budget, Trust: wire.SourceRequestTimeout}
+	edgePolicy := &wire.Policy{Default: p.Budget, Max: p.Budget, Trust: wire.SourceRequestTimeout}
 	classify := httpbudget.WithClassifier(func(r *http.Request) budget.Criticality {
 		return criticalityOf(classOfPath(r.URL.Path))
 	})
 	v.serve = func(hop string, h http.Handler) http.Handler {
 		if hop == "edge" {
-			return httpbudget.NewHandler(h, httpbudget.WithPolicy(edge), classify)
+			return httpbudget.NewHandler(h, edge.WithPolicy(edgePolicy), classify)
 		}
 		return httpbudget.NewHandler(h)
 	}

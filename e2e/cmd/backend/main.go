@@ -13,6 +13,7 @@ package main
 import (
 	"context"
 	"flag"
+	"github.com/timebudget/budget/edge"
 	"log"
 	"net"
 	"time"
@@ -83,9 +84,9 @@ func main() {
 		"hang":     {Hang: true},
 		"stubborn": {Delay: *stubborn, IgnoreContext: true},
 	}}
-	policy := grpcbudget.WithPolicy(&wire.Policy{AnswerMargin: *reserve})
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpcbudget.UnaryServerInterceptor(policy, grpcbudget.WithStage("backend"),
-		grpcbudget.WithAnswerMargin(*answerMargin))))
+	policy := edge.WithPolicy(&wire.Policy{AnswerMargin: *reserve})
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpcbudget.UnaryServerInterceptor(policy, edge.WithStage("backend"),
+		edge.WithAnswerMargin(*answerMargin))))
 	grpc_testing.RegisterTestServiceServer(srv, b)
 
 	ln, err := net.Listen("tcp", *listen)

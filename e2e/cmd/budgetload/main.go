@@ -12,7 +12,7 @@
 //	         budget.Op, as the README's services do: the op measures the
 //	         next hop and refuses calls it cannot finish in the time left,
 //	         and the hop answers them 504 with Budget-Expired at once.
-//	shared   budget with no answer margin (httpbudget.WithAnswerMargin(-1)):
+//	shared   budget with no answer margin (edge.WithAnswerMargin(-1)):
 //	         every hop's deadline is the client's, so all expire at once.
 //	careful  careful Go code: every hop bounds its own work with
 //	         context.WithTimeout(r.Context(), budget), plain net/http clients,
@@ -48,6 +48,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"log"
 	"net"
@@ -198,11 +199,11 @@ func setup(pattern string, n int, total time.Duration) (*hops, error) {
 			m = -1
 		}
 		wrap = func(h http.Handler, stage string) http.Handler {
-			return httpbudget.NewHandler(h, httpbudget.WithStage(stage), httpbudget.WithLedgerCapacity(-1),
-				httpbudget.WithAnswerMargin(m))
+			return httpbudget.NewHandler(h, edge.WithStage(stage), edge.WithLedgerCapacity(-1),
+				edge.WithAnswerMargin(m))
 		}
 		relay = func(next, stage string) http.Handler {
-			c := &http.Client{Transport: httpbudget.NewTransport(load.Pool(n), httpbudget.WithClientStage(stage))}
+			c := &http.Client{Transport: httpbudget.NewTransport(load.Pool(n), edge.WithClientStage(stage))}
 			op := &budget.Op{Name: stage}
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				hs.saw(r, r.Context(), stage)

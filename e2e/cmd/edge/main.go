@@ -7,6 +7,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"log"
 	"net"
@@ -30,7 +31,7 @@ func main() {
 
 	base := httpbudget.NewBaseTransport(httpbudget.Limits{})
 	base.MaxIdleConnsPerHost = 64
-	client := &http.Client{Transport: httpbudget.NewTransport(base, httpbudget.WithClientStage("service"))}
+	client := &http.Client{Transport: httpbudget.NewTransport(base, edge.WithClientStage("service"))}
 
 	work := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived := time.Now()
@@ -63,8 +64,8 @@ func main() {
 		line.Done, line.Status = report.Wall(time.Now()), strconv.Itoa(status)
 		report.Print(line)
 	})
-	h := httpbudget.NewHandler(work, httpbudget.WithStage("edge"), httpbudget.WithAnswerMargin(*answerMargin),
-		httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Default: *total, AnswerMargin: *reserve}))
+	h := httpbudget.NewHandler(work, edge.WithStage("edge"), edge.WithAnswerMargin(*answerMargin),
+		edge.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Default: *total, AnswerMargin: *reserve}))
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"flag"
+	"github.com/timebudget/budget/edge"
 	"log"
 	"net"
 	"net/http"
@@ -62,8 +63,8 @@ func main() {
 		line.Done, line.Status = report.Wall(time.Now()), strconv.Itoa(status)
 		report.Print(line)
 	})
-	h := httpbudget.NewHandler(work, httpbudget.WithStage("service"), httpbudget.WithAnswerMargin(*answerMargin),
-		httpbudget.WithPolicy(&wire.Policy{AnswerMargin: *reserve}))
+	h := httpbudget.NewHandler(work, edge.WithStage("service"), edge.WithAnswerMargin(*answerMargin),
+		edge.WithPolicy(&wire.Policy{AnswerMargin: *reserve}))
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

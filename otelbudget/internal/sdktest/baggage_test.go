@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -64,7 +65,7 @@ func newHops(t *testing.T, backendPolicy *wire.Policy) *hops {
 			v.Decision, v.HasDecision = otelbudget.BaggageDecision(r.Context())
 			v.Class = budget.CriticalityFrom(r.Context()).String()
 			_ = json.NewEncoder(w).Encode(v)
-		}), httpbudget.WithPolicy(backendPolicy)),
+		}), edge.WithPolicy(backendPolicy)),
 		"backend", otelhttp.WithTracerProvider(tp), otelhttp.WithPropagators(ours(backendPolicy))))
 
 	// The middle: otelhttp and net/http only.
@@ -98,7 +99,7 @@ func newHops(t *testing.T, backendPolicy *wire.Policy) *hops {
 		}
 		defer resp.Body.Close()
 		_, _ = io.Copy(w, resp.Body)
-	}), httpbudget.WithPolicy(edgePolicy)))
+	}), edge.WithPolicy(edgePolicy)))
 
 	h.client = &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(func() {

@@ -2,6 +2,7 @@ package sdktest_test
 
 import (
 	"context"
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -114,8 +115,8 @@ func BenchmarkHTTP(b *testing.B) {
 		{"bare", bare},
 		{"otelhttp", withOtelhttp(bare)},
 		{"httpbudget", httpbudget.NewHandler(bare)},
-		{"httpbudget+observer", httpbudget.NewHandler(bare, httpbudget.WithObserver(obs))},
-		{"otelhttp+httpbudget+observer", withOtelhttp(httpbudget.NewHandler(bare, httpbudget.WithObserver(obs)))},
+		{"httpbudget+observer", httpbudget.NewHandler(bare, edge.WithObserver(obs))},
+		{"otelhttp+httpbudget+observer", withOtelhttp(httpbudget.NewHandler(bare, edge.WithObserver(obs)))},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			req := httptest.NewRequest(http.MethodGet, "/geometry", nil)

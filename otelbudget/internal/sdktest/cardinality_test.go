@@ -2,6 +2,7 @@ package sdktest_test
 
 import (
 	"context"
+	"github.com/timebudget/budget/edge"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -54,10 +55,10 @@ func TestCardinalityBounded(t *testing.T) {
 		mu.Unlock()
 		_ = op.Do(req.Context(), func(context.Context) error { return nil })
 	})
-	server := httpbudget.NewHandler(app, httpbudget.WithObserver(r.obs),
-		httpbudget.WithPolicy(&wire.Policy{Min: 20 * time.Millisecond}))
+	server := httpbudget.NewHandler(app, edge.WithObserver(r.obs),
+		edge.WithPolicy(&wire.Policy{Min: 20 * time.Millisecond}))
 	send := &http.Client{Transport: httpbudget.NewTransport(inProcess{server})}
-	refuse := &http.Client{Transport: httpbudget.NewTransport(inProcess{server}, httpbudget.WithMinUseful(time.Hour))}
+	refuse := &http.Client{Transport: httpbudget.NewTransport(inProcess{server}, edge.WithMinUseful(time.Hour))}
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	token := func() string { return strconv.FormatUint(rng.Uint64(), 36) }

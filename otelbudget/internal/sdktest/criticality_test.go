@@ -1,6 +1,7 @@
 package sdktest_test
 
 import (
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -20,7 +21,7 @@ func TestCriticalityOnTheSpan(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	h := otelhttp.NewHandler(httpbudget.NewHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
-		httpbudget.WithObserver(r.obs), httpbudget.WithPolicy(&wire.Policy{Default: time.Second})),
+		edge.WithObserver(r.obs), edge.WithPolicy(&wire.Policy{Default: time.Second})),
 		"server", otelhttp.WithMeterProvider(r.meters), otelhttp.WithTracerProvider(r.traces))
 	srv := httptest.NewServer(h)
 	defer srv.Close()

@@ -3,6 +3,7 @@ package sdktest_test
 import (
 	"bufio"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -35,7 +36,7 @@ func Example() {
 
 	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") })
 	mux := http.NewServeMux()
-	mux.Handle("/", httpbudget.NewHandler(app, httpbudget.WithObserver(observer)))
+	mux.Handle("/", httpbudget.NewHandler(app, edge.WithObserver(observer)))
 	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()

@@ -3,6 +3,7 @@ package sdktest_test
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -127,8 +128,8 @@ func get(t *testing.T, url string, hdr ...string) int {
 func TestMetricsThroughHTTP(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
-	srv := httptest.NewServer(httpbudget.NewHandler(scenarios(), httpbudget.WithObserver(r.obs),
-		httpbudget.WithPolicy(&wire.Policy{Min: 5 * time.Millisecond})))
+	srv := httptest.NewServer(httpbudget.NewHandler(scenarios(), edge.WithObserver(r.obs),
+		edge.WithPolicy(&wire.Policy{Min: 5 * time.Millisecond})))
 	defer srv.Close()
 
 	const rt, rd = wire.HeaderRequestTimeout, wire.HeaderRequestDeadline
@@ -148,8 +149,8 @@ func TestMetricsThroughHTTP(t *testing.T) {
 	// A request the client refuses to send.
 	ctx, cancel := budget.Config{Observer: r.obs}.Start(context.Background(), time.Second)
 	defer cancel()
-	client := &http.Client{Transport: httpbudget.NewTransport(nil, httpbudget.WithMinUseful(time.Hour),
-		httpbudget.WithClientStage("pricing-api"))}
+	client := &http.Client{Transport: httpbudget.NewTransport(nil, edge.WithMinUseful(time.Hour),
+		edge.WithClientStage("pricing-api"))}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/ok", nil)
 	if _, err := client.Do(req); !errors.Is(err, budget.ErrInsufficient) {
 		t.Fatalf("local refusal: %v", err)

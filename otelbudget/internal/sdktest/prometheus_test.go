@@ -2,6 +2,7 @@ package sdktest_test
 
 import (
 	"context"
+	"github.com/timebudget/budget/edge"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -40,7 +41,7 @@ func TestPrometheusScrape(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	app := httpbudget.NewHandler(scenarios(), httpbudget.WithObserver(obs))
+	app := httpbudget.NewHandler(scenarios(), edge.WithObserver(obs))
 	traced := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, span := traces.Tracer("test").Start(r.Context(), "request")
 		defer span.End()

@@ -2,6 +2,7 @@ package sdktest_test
 
 import (
 	"context"
+	"github.com/timebudget/budget/edge"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -25,7 +26,7 @@ import (
 func TestBesideOtelhttp(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
-	h := otelhttp.NewHandler(httpbudget.NewHandler(scenarios(), httpbudget.WithObserver(r.obs)), "server",
+	h := otelhttp.NewHandler(httpbudget.NewHandler(scenarios(), edge.WithObserver(r.obs)), "server",
 		otelhttp.WithMeterProvider(r.meters), otelhttp.WithTracerProvider(r.traces))
 	srv := httptest.NewServer(h)
 	defer srv.Close()

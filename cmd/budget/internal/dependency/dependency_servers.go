@@ -3,6 +3,7 @@ package dependency
 import (
 	"context"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"net"
 	"net/http"
 	"time"
@@ -25,7 +26,7 @@ import (
 // request's deadline is what the caller sent, and there is none when it sent
 // nothing, so the same server serves callers with and without budgets.
 func ServerHTTP(h http.Handler, stage string) http.Handler {
-	return httpbudget.NewHandler(h, httpbudget.WithPolicy(&wire.Policy{}), httpbudget.WithStage(stage))
+	return httpbudget.NewHandler(h, edge.WithPolicy(&wire.Policy{}), edge.WithStage(stage))
 }
 
 // serverGRPCOptions returns the options of a dependency's gRPC server: the
@@ -33,7 +34,7 @@ func ServerHTTP(h http.Handler, stage string) http.Handler {
 // budget metadata, whatever the caller sent.
 func serverGRPCOptions(stage string) []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.UnaryInterceptor(grpcbudget.UnaryServerInterceptor(
-		grpcbudget.WithPolicy(&wire.Policy{}), grpcbudget.WithStage(stage)))}
+		edge.WithPolicy(&wire.Policy{}), edge.WithStage(stage)))}
 }
 
 // DepHTTPServer serves a dependency over HTTP: "/" does a call of the

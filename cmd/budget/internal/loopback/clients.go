@@ -1,6 +1,7 @@
 package loopback
 
 import (
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"time"
 
@@ -69,7 +70,7 @@ func NewH2CTransport() *http.Transport {
 // refuses locally, without a network call, when nothing useful is left.
 // stage names the hop in refusals and the ledger.
 func budgetTransport(base http.RoundTripper, stage string) http.RoundTripper {
-	return httpbudget.NewTransport(base, httpbudget.WithClientStage(stage))
+	return httpbudget.NewTransport(base, edge.WithClientStage(stage))
 }
 
 // budgetGRPCClientOptions returns the dial options that make a gRPC channel

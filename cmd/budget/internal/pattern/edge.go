@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/timebudget/budget/edge"
 	"net/http"
 	"strconv"
 	"sync"
@@ -170,10 +171,10 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // latency is promised: whatever the client sends, every request starts a
 // fresh budget of b. Its budgets report to the live page, when there is one.
 func EdgeHTTP(h http.Handler, b time.Duration, page *httpbudget.DebugPage) http.Handler {
-	opts := []httpbudget.ServerOption{httpbudget.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Default: b}),
-		httpbudget.WithStage("edge")}
+	opts := []edge.ServerOption{edge.WithPolicy(&wire.Policy{Trust: wire.SourcesNone, Default: b}),
+		edge.WithStage("edge")}
 	if page != nil {
-		opts = append(opts, httpbudget.WithObserver(page.Observer()))
+		opts = append(opts, edge.WithObserver(page.Observer()))
 	}
 	return httpbudget.NewHandler(h, opts...)
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"os"
 	"time"
 
@@ -23,7 +24,7 @@ func main() {
 	flag.Parse()
 	var opts []connect.ClientOption
 	if !*plain {
-		var bopts []connectbudget.ClientOption
+		var bopts []edge.ClientOption
 		if *streams {
 			bopts = append(bopts, connectbudget.WithMessageBudget(10*time.Second), connectbudget.WithIdleTimeout(10*time.Second))
 		}

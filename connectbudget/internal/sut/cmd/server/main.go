@@ -8,6 +8,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/timebudget/budget/edge"
 	"os"
 	"os/signal"
 	"syscall"
@@ -27,7 +28,7 @@ func main() {
 	defer stop()
 	var opts []connect.HandlerOption
 	if !*plain {
-		var bopts []connectbudget.ServerOption
+		var bopts []edge.ServerOption
 		if *streams {
 			bopts = append(bopts, connectbudget.WithMessageBudget(10*time.Second), connectbudget.WithIdleTimeout(10*time.Second))
 		}
