@@ -72,12 +72,7 @@ func NewClientInterceptor(opts ...edge.ClientOption) connect.Interceptor {
 
 type client struct{ cfg clientConfig }
 
-func (c *client) op(procedure string) *budget.Op {
-	if c.cfg.Ops == nil {
-		return nil
-	}
-	return c.cfg.Ops(procedure)
-}
+func (c *client) op(procedure string) *budget.Op { return edge.OpOf(c.cfg.Ops, procedure) }
 
 func (c *client) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {

@@ -85,12 +85,7 @@ func newClient(opts []edge.ClientOption) *client {
 	return &client{cfg: edge.ConfigureClient(clientConfig{ClientSettings: edge.ClientSettings{MinUseful: time.Millisecond}}, opts)}
 }
 
-func (c *client) op(method string) *budget.Op {
-	if c.cfg.Ops == nil {
-		return nil
-	}
-	return c.cfg.Ops(method)
-}
+func (c *client) op(method string) *budget.Op { return edge.OpOf(c.cfg.Ops, method) }
 
 func (c *client) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
 	invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
