@@ -96,7 +96,7 @@ type admissionState struct {
 	okProbe    atomic.Int64  // offset when the latest probe that succeeded started
 	forwarded  atomic.Int64  // offset of the last call admitted as a probe its caller sent
 	fed        atomic.Int64  // offset of the last attempt of a class above Sheddable admitted
-	inflight   atomic.Int64  // attempts started and not ended, counted while Limit > 0
+	inflight   atomic.Int64  // attempts started and not ended
 	throttle   [2]throttleSlot
 	regime     regimeMarks
 }
@@ -278,9 +278,10 @@ func (o *Op) threshold() float64 {
 
 // admit is decide plus the class's share of Limit, the probes and the
 // error-rate throttle: what an attempt of the op goes through before it
-// starts. When Limit is set, an admitted attempt holds a slot until it ends.
+// starts. An admitted attempt holds a slot until it ends.
 func (o *Op) admit(m int64, a Ask, c Criticality) Admission {
-	if o.Limit > 0 && o.adm.inflight.Load() >= o.classLimit(c) {
+	limit := int64(o.Limit)
+	if limit > 0 && o.adm.inflight.Load() >= classLimit(limit, c) {
 		o.adm.regime.note(regimeShed, m, o.Estimator.window())
 		return Admission{Available: a.Available, Cap: max(o.Cap, 0), Criticality: c, Shed: true}
 	}
@@ -288,7 +289,7 @@ func (o *Op) admit(m int64, a Ask, c Criticality) Admission {
 	if !dec.Admit && a.Probe {
 		dec = o.forward(m, a.Available, dec)
 	}
-	if dec.Admit && o.Limit > 0 && !o.take(c) {
+	if dec.Admit && !o.take(limit, c) {
 		dec.Admit, dec.Probe, dec.Shed = false, false, true
 	}
 	switch {

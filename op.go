@@ -272,7 +272,7 @@ func (o *Op) run(ctx context.Context, ro runOpts, fn func(ctx context.Context) e
 	var dec Admission
 	if ro.lastChance {
 		dec = Admission{Available: r.available, Probability: 1, Admit: r.available > 0 && r.available > o.MinUseful, Cap: max(o.Cap, 0)}
-		if dec.Admit && o.Limit > 0 {
+		if dec.Admit {
 			o.adm.inflight.Add(1) // the last rung goes whatever the load: it is cheap
 		}
 	} else {
@@ -298,13 +298,11 @@ func (o *Op) execute(ctx context.Context, r reading, dec Admission, ro runOpts, 
 	}
 	o.started(mono(r.now))
 	done := false
-	if o.Limit > 0 {
-		defer func() {
-			if !done { // fn panicked: its slot must not stay taken for ever
-				o.adm.inflight.Add(-1)
-			}
-		}()
-	}
+	defer func() {
+		if !done { // fn panicked: its slot must not stay taken for ever
+			o.adm.inflight.Add(-1)
+		}
+	}()
 	var actx context.Context
 	var cancel context.CancelFunc
 	if limit == noDeadline {
@@ -385,7 +383,5 @@ func (o *Op) ended(start, stop int64, elapsed time.Duration, outcome Outcome, pr
 		}
 	}
 	o.learn(start, stop, outcome, probe)
-	if o.Limit > 0 {
-		o.adm.inflight.Add(-1)
-	}
+	o.adm.inflight.Add(-1)
 }
