@@ -167,11 +167,12 @@ func classThrottle(k float64, c Criticality) float64 {
 }
 
 // classLimit is how many attempts of the op may be in flight when one of
-// class c starts under a limit of l (Limit): a sheddable attempt starts
-// only while fewer than half of l are, a default one while fewer than l
-// less a quarter of it (both rounded down, and at least one), a critical
-// one while fewer than l. The top quarter is thus held for critical work
-// and the top half for work that is not sheddable.
+// class c starts under a limit of l (Limit, or the limit learned from
+// refusals): a sheddable attempt starts only while fewer than half of l
+// are, a default one while fewer than l less a quarter of it (both rounded
+// down, and at least one), a critical one while fewer than l. The top
+// quarter is thus held for critical work and the top half for work that is
+// not sheddable.
 func classLimit(l int64, c Criticality) int64 {
 	switch c {
 	case Sheddable:
@@ -184,8 +185,8 @@ func classLimit(l int64, c Criticality) int64 {
 
 // take takes an in-flight slot for an admitted attempt of class c under a
 // limit of l, and reports false, taking none, when its class's share is
-// full. With no limit (l of zero or less) it always takes one, so that the
-// count of attempts in flight is known whether or not Limit is set.
+// full. With no limit (l of zero) it always takes one: the count of
+// attempts in flight is what a learned limit is cut from.
 func (o *Op) take(l int64, c Criticality) bool {
 	n := o.adm.inflight.Add(1)
 	if l > 0 && n > classLimit(l, c) {
