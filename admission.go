@@ -96,7 +96,8 @@ type admissionState struct {
 	okProbe    atomic.Int64  // offset when the latest probe that succeeded started
 	forwarded  atomic.Int64  // offset of the last call admitted as a probe its caller sent
 	fed        atomic.Int64  // offset of the last attempt of a class above Sheddable admitted
-	inflight   atomic.Int64  // attempts started and not ended, counted while Limit > 0
+	inflight   atomic.Int64  // attempts started and not ended
+	learned    learnedLimit  // the limit learned from refusals while Limit is 0
 	throttle   [2]throttleSlot
 	regime     regimeMarks
 }
@@ -276,11 +277,13 @@ func (o *Op) threshold() float64 {
 	return defaultThreshold
 }
 
-// admit is decide plus the class's share of Limit, the probes and the
-// error-rate throttle: what an attempt of the op goes through before it
-// starts. When Limit is set, an admitted attempt holds a slot until it ends.
+// admit is decide plus the class's share of Limit (or of the limit learned
+// from refusals), the probes and the error-rate throttle: what an attempt
+// of the op goes through before it starts. An admitted attempt holds a slot
+// until it ends.
 func (o *Op) admit(m int64, a Ask, c Criticality) Admission {
-	if o.Limit > 0 && o.adm.inflight.Load() >= o.classLimit(c) {
+	limit := o.limitAt(m)
+	if limit > 0 && o.adm.inflight.Load() >= classLimit(limit, c) {
 		o.adm.regime.note(regimeShed, m, o.Estimator.window())
 		return Admission{Available: a.Available, Cap: max(o.Cap, 0), Criticality: c, Shed: true}
 	}
@@ -288,7 +291,7 @@ func (o *Op) admit(m int64, a Ask, c Criticality) Admission {
 	if !dec.Admit && a.Probe {
 		dec = o.forward(m, a.Available, dec)
 	}
-	if dec.Admit && o.Limit > 0 && !o.take(c) {
+	if dec.Admit && !o.take(limit, c) {
 		dec.Admit, dec.Probe, dec.Shed = false, false, true
 	}
 	switch {
@@ -570,16 +573,17 @@ func (o *Op) learn(start, end int64, outcome Outcome, probe bool) {
 }
 
 // Reset forgets everything the op has measured: its estimator's samples,
-// its probe state and the counts error-rate throttling keeps. Admission
-// then follows Prior until it has learned again. An op that probes show
-// has a recovered dependency forgets less: its cut-off samples, not the
-// latencies it measured.
+// its probe state, the counts error-rate throttling keeps and the limit it
+// learned from refusals. Admission then follows Prior until it has learned
+// again. An op that probes show has a recovered dependency forgets less:
+// its cut-off samples, not the latencies it measured.
 func (o *Op) Reset() {
 	if o == nil {
 		return
 	}
 	o.Estimator.Reset()
 	o.forgetFault()
+	o.adm.learned.limit.Store(0)
 }
 
 // recovered is what an op does once probes show its dependency is back: it

@@ -92,4 +92,9 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, func() { _ = op.Do(noLedger, fn) }); n > 4 {
 		t.Errorf("Op.Do allocates %v times per call, want at most 4", n)
 	}
+	// The same under a concurrency limit learned from a refusal.
+	limited := refusedOp()
+	if n := testing.AllocsPerRun(1000, func() { _ = limited.Do(noLedger, fn) }); n > 4 {
+		t.Errorf("Op.Do under a learned limit allocates %v times per call, want at most 4", n)
+	}
 }

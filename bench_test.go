@@ -2,6 +2,7 @@ package budget_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -104,6 +105,37 @@ func BenchmarkDo(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkDoUnderLearnedLimit is BenchmarkDo while the op holds a
+// concurrency limit learned from a refusal (its window of an hour keeps the
+// limit for the whole run): the limit's check, its slot and its additive
+// increase on top.
+func BenchmarkDoUnderLearnedLimit(b *testing.B) {
+	b.ReportAllocs()
+	op := refusedOp()
+	ctx, cancel := budget.Config{LedgerCapacity: -1}.Start(context.Background(), time.Hour)
+	defer cancel()
+	fn := func(context.Context) error { return nil }
+	for b.Loop() {
+		if err := op.Do(ctx, fn); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// refusedOp is a learned op, with estimator windows of an hour, that has
+// seen its dependency refuse one call and so holds a learned limit.
+func refusedOp() *budget.Op {
+	op := &budget.Op{Name: "dep", Estimator: budget.Estimator{Window: time.Hour}}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		op.Estimator.Record(time.Duration(r.ExpFloat64() * float64(20*time.Millisecond)))
+	}
+	ctx, cancel := budget.Start(context.Background(), time.Hour)
+	defer cancel()
+	_ = op.Do(ctx, func(context.Context) error { return budget.DoNotRetry(errors.New("full"), budget.ServerRefused) })
+	return op
 }
 
 func eightBranches() []budget.Branch[int] {

@@ -167,13 +167,13 @@ func classThrottle(k float64, c Criticality) float64 {
 }
 
 // classLimit is how many attempts of the op may be in flight when one of
-// class c starts: a sheddable attempt starts only while fewer than half of
-// Limit are, a default one while fewer than Limit less a quarter of it
-// (both rounded down, and at least one), a critical one while fewer than
-// Limit. The top quarter is thus held for critical work and the top half
-// for work that is not sheddable.
-func (o *Op) classLimit(c Criticality) int64 {
-	l := int64(o.Limit)
+// class c starts under a limit of l (Limit, or the limit learned from
+// refusals): a sheddable attempt starts only while fewer than half of l
+// are, a default one while fewer than l less a quarter of it (both rounded
+// down, and at least one), a critical one while fewer than l. The top
+// quarter is thus held for critical work and the top half for work that is
+// not sheddable.
+func classLimit(l int64, c Criticality) int64 {
 	switch c {
 	case Sheddable:
 		return max(l/2, 1)
@@ -183,10 +183,13 @@ func (o *Op) classLimit(c Criticality) int64 {
 	return l
 }
 
-// take takes an in-flight slot for an admitted attempt of class c, and
-// reports false, taking none, when its class's share is full.
-func (o *Op) take(c Criticality) bool {
-	if o.adm.inflight.Add(1) > o.classLimit(c) {
+// take takes an in-flight slot for an admitted attempt of class c under a
+// limit of l, and reports false, taking none, when its class's share is
+// full. With no limit (l of zero) it always takes one: the count of
+// attempts in flight is what a learned limit is cut from.
+func (o *Op) take(l int64, c Criticality) bool {
+	n := o.adm.inflight.Add(1)
+	if l > 0 && n > classLimit(l, c) {
 		o.adm.inflight.Add(-1)
 		return false
 	}

@@ -69,6 +69,9 @@ import (
 //     whose probes carry 2 × its Prior reaches a database behind a backend
 //     whose Prior is longer, and a chain recovers from the top, whatever
 //     Priors its hops were given. DESIGN.md states the bound.
+//   - With no Limit, a dependency that refuses calls on arrival teaches
+//     the op a concurrency limit, which it lets go of one window (a
+//     second) after the last refusal (see Limit).
 //   - Beside latency, calls are refused at random when the dependency
 //     fails (client-side adaptive throttling, the SRE book, chapter 21):
 //     with probability max(0, (requests − 2·accepts)/(requests + 1)) over
@@ -177,6 +180,20 @@ type Op struct {
 	// of CPU a request, a 300 ms budget, a queue with a 75 ms Target) a
 	// Limit of four per core refused 13-19 % at 0.8 times capacity and
 	// one of 18 (75 ms / 4 ms) refused 0-1.5 %, sheddable work only.
+	//
+	// When Limit is zero, the op learns a limit from its dependency's
+	// refusals and uses it as it would use Limit, class shares included.
+	// An attempt whose error says the server refused it before starting
+	// work ([ServerRefused] as [SentOf] reads it, which [DoNotRetry] and
+	// the adapters' clients mark a shed answer with) cuts the learned
+	// limit to 0.9 times the attempts in flight at that moment (at least
+	// one); every limit's worth of successes raises it by one. The calls
+	// over it are refused at home, shed, instead of being sent to be
+	// refused. A dependency that refuses nothing is never limited, and the
+	// op lets go of the learned limit entirely one estimator window (a
+	// second by default) after the last refusal it saw: no call is refused
+	// for it later than that. Attempts reported with [Op.EndAt] teach it
+	// nothing, having no error to read.
 	Limit int
 
 	// Rand, when not nil, is the source of the op's random draws: which
@@ -272,7 +289,7 @@ func (o *Op) run(ctx context.Context, ro runOpts, fn func(ctx context.Context) e
 	var dec Admission
 	if ro.lastChance {
 		dec = Admission{Available: r.available, Probability: 1, Admit: r.available > 0 && r.available > o.MinUseful, Cap: max(o.Cap, 0)}
-		if dec.Admit && o.Limit > 0 {
+		if dec.Admit {
 			o.adm.inflight.Add(1) // the last rung goes whatever the load: it is cheap
 		}
 	} else {
@@ -298,13 +315,11 @@ func (o *Op) execute(ctx context.Context, r reading, dec Admission, ro runOpts, 
 	}
 	o.started(mono(r.now))
 	done := false
-	if o.Limit > 0 {
-		defer func() {
-			if !done { // fn panicked: its slot must not stay taken for ever
-				o.adm.inflight.Add(-1)
-			}
-		}()
-	}
+	defer func() {
+		if !done { // fn panicked: its slot must not stay taken for ever
+			o.adm.inflight.Add(-1)
+		}
+	}()
 	var actx context.Context
 	var cancel context.CancelFunc
 	if limit == noDeadline {
@@ -321,6 +336,9 @@ func (o *Op) execute(ctx context.Context, r reading, dec Admission, ro runOpts, 
 	elapsed := end.Sub(r.now)
 	outcome := classify(actx, err, o.Expired)
 	cancel()
+	if outcome == OutcomeFailed && serverRefused(err) {
+		o.refusedAt(mono(end), o.adm.inflight.Load()) // this attempt still counts as in flight
+	}
 	o.ended(mono(r.now), mono(end), elapsed, outcome, dec.Probe)
 	kind := ro.kind
 	if kind == 0 {
@@ -376,6 +394,7 @@ func (o *Op) ended(start, stop int64, elapsed time.Duration, outcome Outcome, pr
 	switch outcome {
 	case OutcomeOK:
 		o.Estimator.record(stop, elapsed, false)
+		o.succeeded()
 	case OutcomeExpired:
 		// An attempt cut off after it left before a probe that has since
 		// succeeded is evidence of the fault that probe saw end: it is
@@ -385,7 +404,5 @@ func (o *Op) ended(start, stop int64, elapsed time.Duration, outcome Outcome, pr
 		}
 	}
 	o.learn(start, stop, outcome, probe)
-	if o.Limit > 0 {
-		o.adm.inflight.Add(-1)
-	}
+	o.adm.inflight.Add(-1)
 }

@@ -20,8 +20,9 @@ const (
 	// last estimator window.
 	RegimeMeasuring Regime = iota
 	// RegimeShedding refuses calls of the lower classes: the class's share
-	// of Limit is taken, or a sheddable call lacks the headroom its class
-	// keeps. Calls of higher classes still go.
+	// of Limit (or of the limit learned from refusals) is taken, or a
+	// sheddable call lacks the headroom its class keeps. Calls of higher
+	// classes still go.
 	RegimeShedding
 	// RegimeThrottling refuses calls at random for the dependency's error
 	// rate (client-side adaptive throttling), probes keeping watch.
