@@ -76,6 +76,50 @@ func pooled(ctx context.Context) (context.Context, <-chan struct{}) {
 	}}), ch
 }
 
+// gate holds a handler until the test lets it answer, so that an answer is
+// late by construction, however busy the machine, rather than by a sleep
+// that a slow client or a late timer can outlast.
+type gate struct {
+	arrived chan struct{} // a request reached the handler
+	release chan struct{} // the test lets one waiting handler answer
+}
+
+func newGate() *gate {
+	return &gate{arrived: make(chan struct{}, 100), release: make(chan struct{})}
+}
+
+// hold reports the request's arrival and waits until the test opens the
+// gate (true), the request's connection is gone (false), or 5 s passed
+// (true: a Transport that held its caller until the answer gets one).
+func (g *gate) hold(r *http.Request) bool {
+	g.arrived <- struct{}{}
+	select {
+	case <-g.release:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-time.After(5 * time.Second):
+		return true
+	}
+}
+
+// open waits until a request reached the handler and lets it answer.
+func (g *gate) open(t *testing.T) {
+	t.Helper()
+	g.reached(t)
+	select {
+	case g.release <- struct{}{}:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler stopped waiting before the test let it answer")
+	}
+}
+
+// reached waits until a request reached the handler.
+func (g *gate) reached(t *testing.T) {
+	t.Helper()
+	wait(t, g.arrived, "request reached the server")
+}
+
 func wait(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
@@ -104,20 +148,22 @@ func TestTransportKeepsTheConnectionOfALateAnswer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			// Each request's own flag: with lingering off, the handler of an
-			// abandoned request sleeps on after its connection closed, and
-			// one shared flag could be set by it while the next request is
-			// in flight on a busy machine.
+			// Each request's own flag, set when its handler answers: a
+			// slow server that answers only after the client's deadline,
+			// when the test opens the gate.
 			var answered [4]atomic.Bool
+			g := newGate()
 			s := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				i, _ := strconv.Atoi(r.URL.Query().Get("i"))
-				time.Sleep(300 * time.Millisecond) // a slow server: answers after the client's deadline
+				if !g.hold(r) {
+					return
+				}
 				answered[i%len(answered)].Store(true)
 				w.WriteHeader(http.StatusGatewayTimeout)
 			}))
 			c := s.client(t, httpbudget.WithLinger(tc.linger))
 			for i := range len(answered) {
-				ctx, cancel := budget.Start(context.Background(), 20*time.Millisecond)
+				ctx, cancel := budget.Start(context.Background(), 200*time.Millisecond)
 				ctx, idle := pooled(ctx)
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"?i="+strconv.Itoa(i), nil)
 				resp, err := c.Do(req)
@@ -134,8 +180,10 @@ func TestTransportKeepsTheConnectionOfALateAnswer(t *testing.T) {
 					t.Fatal("the caller was held until the server answered; it should return at its deadline")
 				}
 				if tc.linger > 0 {
+					g.open(t)
 					wait(t, idle, "connection back in the client's pool after the late answer")
 				} else {
+					g.reached(t)
 					wait(t, s.close, "connection closed")
 				}
 			}
@@ -160,18 +208,22 @@ func TestTransportLingersAfterAnExpiry(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
+			g := newGate()
 			s := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				time.Sleep(200 * time.Millisecond) // 100 ms past the 100 ms deadline, 150 ms before the linger ends: room on both sides for a busy machine's late timer or slow answer
+				if !g.hold(r) { // answers after the deadline, once the test opens the gate
+					return
+				}
 				// With a body, the connection goes back to the pool once the
 				// lingering request has read it, after it noted the answer.
 				http.Error(w, "late", http.StatusGatewayTimeout)
 			}))
 			c := s.client(t, opts...)
 			for range 3 {
-				ctx, cancel := budget.Start(context.Background(), 100*time.Millisecond)
+				ctx, cancel := budget.Start(context.Background(), 300*time.Millisecond)
 				ctx, idle := pooled(ctx)
 				getFails(t, c, ctx, s.URL, context.DeadlineExceeded)
 				cancel()
+				g.open(t)
 				wait(t, idle, "connection back in the client's pool after the late answer")
 			}
 			if got := s.opened.Load(); got != 1 {
@@ -189,13 +241,16 @@ func TestTransportLingersAfterAnExpiry(t *testing.T) {
 func TestTransportTrustsABudgetExpiredAnswer(t *testing.T) {
 	t.Parallel()
 	var refuse atomic.Bool
+	g := newGate()
 	s := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if refuse.Load() {
 			w.Header().Set("Budget-Expired", "request")
 			w.WriteHeader(http.StatusGatewayTimeout)
 			return
 		}
-		time.Sleep(200 * time.Millisecond) // 100 ms past the 100 ms deadline, 150 ms before the linger ends: room on both sides for a busy machine's late timer or slow answer
+		if !g.hold(r) { // answers after the deadline, once the test opens the gate
+			return
+		}
 		w.WriteHeader(http.StatusGatewayTimeout)
 	}))
 	c := s.client(t)
@@ -205,10 +260,11 @@ func TestTransportTrustsABudgetExpiredAnswer(t *testing.T) {
 	cancel()
 	refuse.Store(false)
 	for range 3 {
-		ctx, cancel := budget.Start(context.Background(), 100*time.Millisecond)
+		ctx, cancel := budget.Start(context.Background(), 300*time.Millisecond)
 		ctx, idle := pooled(ctx)
 		getFails(t, c, ctx, s.URL, context.DeadlineExceeded)
 		cancel()
+		g.open(t)
 		wait(t, idle, "connection back in the client's pool after the late answer")
 	}
 	if got := s.opened.Load(); got != 1 {

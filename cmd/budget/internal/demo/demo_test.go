@@ -104,16 +104,6 @@ func TestHangingDependencyCostsOneBudgetNotTheSumOfTimeouts(t *testing.T) {
 		admission := patternOf(t, rep, sc, "admission")
 		perCall := patternOf(t, rep, sc, "per-call")
 		budgetMs := format.Millis(testBudget)
-		slack := budgetMs / 2
-		// The typical request costs at most one budget. The slowest one is
-		// not checked: on a loaded two-core machine under -race, scheduling
-		// alone can add a hundred milliseconds to a single request.
-		for _, p := range []report.Pattern{shared, admission} {
-			if p.LatencyMs.P50 > budgetMs+slack {
-				t.Errorf("%s, %s: the median request took %.0fms, want within the %.0fms budget plus %.0fms",
-					sc, p.Name, p.LatencyMs.P50, budgetMs, slack)
-			}
-		}
 		// With a hung dependency, per-call timeouts cost at least the
 		// timeouts of the hops that hang (two geometry rungs; one payment
 		// hop), which is well past the budget.
@@ -122,6 +112,19 @@ func TestHangingDependencyCostsOneBudgetNotTheSumOfTimeouts(t *testing.T) {
 			hung = 2
 		}
 		floor := hung * perCall.PerCallTimeoutMs
+		// The typical request costs at most one budget, plus half a budget
+		// and how late this run's machine ends requests: per-call's median
+		// past its own floor, measured in the same run, so that a loaded
+		// two-core machine under -race, which delays every pattern alike,
+		// does not fail the check. The slowest request is not checked:
+		// scheduling alone can add a hundred milliseconds to one request.
+		slack := budgetMs/2 + max(0, perCall.LatencyMs.P50-floor)
+		for _, p := range []report.Pattern{shared, admission} {
+			if p.LatencyMs.P50 > budgetMs+slack {
+				t.Errorf("%s, %s: the median request took %.0fms, want within the %.0fms budget plus %.0fms",
+					sc, p.Name, p.LatencyMs.P50, budgetMs, slack)
+			}
+		}
 		if perCall.LatencyMs.P50 < floor || perCall.LatencyMs.P50 > floor+budgetMs {
 			t.Errorf("%s, per-call timeouts: p50 %.0fms, want about %.0fms (the hung hops' timeouts, plus the others' work)",
 				sc, perCall.LatencyMs.P50, floor)
