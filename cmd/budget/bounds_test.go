@@ -119,28 +119,3 @@ func TestHostileInputsCost(t *testing.T) {
 		}
 	}
 }
-
-// TestAuditReversedChain audits the largest chain allowed, declared from
-// its last service to its first, through the command: under 10 s, or 100 s
-// with the race detector on. That it is linear is tested in
-// internal/audit, by a relation that holds on a busy machine.
-func TestAuditReversedChain(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "chain.yaml")
-	if err := os.WriteFile(p, topologytest.ReversedChain(topology.MaxServices), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var stdout, stderr bytes.Buffer
-	start := time.Now()
-	code := run([]string{"audit", p}, &stdout, &stderr)
-	took := time.Since(start)
-	t.Logf("%v", took)
-	if code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
-	}
-	if !strings.Contains(stderr.String(), "99999 calls checked") {
-		t.Errorf("stderr: %s", stderr.String())
-	}
-	if took > raceSlowdown*10*time.Second {
-		t.Errorf("took %v, want under 10s (×%d with the race detector)", took, raceSlowdown)
-	}
-}

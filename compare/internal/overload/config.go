@@ -17,6 +17,15 @@ type Config struct {
 	// before it is measured, so that shedders and estimators have learned.
 	// Zero means 2 s; negative means none.
 	Warmup time.Duration
+	// Requests, when positive, is how many requests each variant is
+	// measured on at each load, sent at the load's rate however long that
+	// takes, instead of for Duration; WarmupRequests is then how many are
+	// sent before them, unmeasured, instead of for Warmup. Every run at a
+	// load is then offered the same requests whatever the machine's speed:
+	// the same count, and the same classes, budgets and work, drawn from
+	// the seed alone. A small run that must see every class at every load
+	// sets them; the full run measures for Duration.
+	Requests, WarmupRequests int
 	// CapacityDuration is how long the capacity is measured, in closed loop
 	// through the unprotected graph, after a warm-up of a quarter of it. Zero
 	// means 4 s.
@@ -170,6 +179,9 @@ func (c Config) validate() error {
 	m := c.Mix
 	if m.Critical < 0 || m.Default < 0 || m.Sheddable < 0 {
 		return fmt.Errorf("overload: Mix %+v: shares must not be negative", m)
+	}
+	if c.Requests < 0 || c.WarmupRequests < 0 {
+		return fmt.Errorf("overload: Requests and WarmupRequests must not be negative")
 	}
 	if c.Duration < 0 || c.CapacityDuration < 0 || c.Work < 0 || c.Budget < 0 || c.BackendProcs < 0 || c.Capacity < 0 {
 		return fmt.Errorf("overload: Duration, CapacityDuration, Work, Budget, BackendProcs and Capacity must not be negative")

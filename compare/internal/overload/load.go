@@ -94,34 +94,62 @@ func (g *generator) request() sent {
 	return s
 }
 
-// open sends Poisson arrivals at rate a second to url for warmup+measure,
-// each with its own budget counted from its scheduled arrival, and
-// returns every request sent once all have ended. The schedule does not wait
-// for answers (open loop): a request whose goroutine starts late has lost
-// that time from its budget, as a user would have.
-func (g *generator) open(ctx context.Context, url string, rate float64, warmup, measure time.Duration) []sent {
+// span is how long a run sends requests: for warmup+measure, or, when n
+// is positive, warmupN requests and then n measured ones, however long
+// they take at the run's rate.
+type span struct {
+	warmup, measure time.Duration
+	warmupN, n      int
+}
+
+// open sends Poisson arrivals at rate a second to url for sp, each with its
+// own budget counted from its scheduled arrival, and returns every request
+// sent once all have ended, and the length of the measured interval: sp's
+// measure, or, for a count of requests, from the first measured arrival to
+// the arrival that would have followed the last. The schedule does not
+// wait for answers (open loop): a request whose goroutine starts late has
+// lost that time from its budget, as a user would have.
+func (g *generator) open(ctx context.Context, url string, rate float64, sp span) ([]sent, time.Duration) {
 	var (
 		mu  sync.Mutex
 		out []sent
 		wg  sync.WaitGroup
 	)
 	start := time.Now()
-	from, end := start.Add(warmup), start.Add(warmup+measure)
-	for at := start; at.Before(end) && ctx.Err() == nil; at = at.Add(g.gap(rate)) {
+	from, end := start.Add(sp.warmup), start.Add(sp.warmup+sp.measure)
+	more := func(i int, at time.Time) bool { return at.Before(end) }
+	if sp.n > 0 {
+		more = func(i int, at time.Time) bool {
+			if i == sp.warmupN {
+				from = at
+			}
+			return i < sp.warmupN+sp.n
+		}
+	}
+	next := start // the next arrival
+	for i := 0; more(i, next) && ctx.Err() == nil; i++ {
+		at := next
 		if d := time.Until(at); d > 0 {
 			time.Sleep(d)
 		}
 		s := g.request()
 		s.measured = !at.Before(from)
+		if sp.n > 0 {
+			s.measured = i >= sp.warmupN
+		}
 		wg.Go(func() {
 			s.outcome, s.latency = g.send(ctx, url, s, at, s.budget)
 			mu.Lock()
 			out = append(out, s)
 			mu.Unlock()
 		})
+		next = at.Add(g.gap(rate))
 	}
 	wg.Wait()
-	return out
+	if sp.n > 0 {
+		return out, next.Sub(from)
+	}
+	return out, sp.measure
 }
 
 // send sends one request that arrived at and whose user waits budget.

@@ -14,18 +14,22 @@ import (
 
 // TestRunAccountsForEveryRequest runs the harness small, every workload and
 // every variant at a load under the capacity and one over it, and checks its
-// structure only:
-// every request sent is accounted for, the backend saw each request with the
-// class the edge gave it (so classes crossed both hops) and requests of every
-// class reached it, and the JSON has the issue's schema. It asserts nothing about timing, which a shared machine
-// moves.
+// structure only: every request sent is accounted for, the backend saw each
+// request with the class the edge gave it (so classes crossed both hops)
+// and requests of every class reached it, and the JSON has the issue's
+// schema. It asserts nothing about timing, which a shared machine moves:
+// each run sends a count of requests (measuredRequests after
+// warmupRequests) at its load's rate, however long they take, so that
+// what is sent, and which classes, does not depend on the machine's speed
+// (a run for a duration once sent 6 requests at 0.8x on a busy machine).
 func TestRunAccountsForEveryRequest(t *testing.T) {
+	const measuredRequests, warmupRequests = 20, 5
 	loads := []float64{0.8, 2}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	rep, err := overload.Run(ctx, overload.Config{
-		Duration:         600 * time.Millisecond,
-		Warmup:           200 * time.Millisecond,
+		Requests:         measuredRequests,
+		WarmupRequests:   warmupRequests,
 		CapacityDuration: 800 * time.Millisecond,
 		Loads:            loads,
 		Work:             4 * time.Millisecond,
@@ -40,7 +44,7 @@ func TestRunAccountsForEveryRequest(t *testing.T) {
 		if wl.Workload != overload.Workloads()[i] {
 			t.Errorf("workload %d is %q, want %q", i, wl.Workload, overload.Workloads()[i])
 		}
-		t.Run(wl.Workload, func(t *testing.T) { checkWorkload(t, wl, loads) })
+		t.Run(wl.Workload, func(t *testing.T) { checkWorkload(t, wl, loads, measuredRequests) })
 	}
 	checkJSON(t, rep)
 	var table, svg bytes.Buffer
@@ -61,8 +65,9 @@ func TestRunAccountsForEveryRequest(t *testing.T) {
 	}
 }
 
-// checkWorkload checks one workload's runs.
-func checkWorkload(t *testing.T, rep overload.WorkloadReport, loads []float64) {
+// checkWorkload checks one workload's runs, each of which was to send
+// requests measured requests.
+func checkWorkload(t *testing.T, rep overload.WorkloadReport, loads []float64, requests int) {
 	if !(rep.CapacityRPS > 0) || !(rep.CapacityEndRPS > 0) {
 		t.Fatalf("capacity %v at the start and %v at the end, want both positive", rep.CapacityRPS, rep.CapacityEndRPS)
 	}
@@ -88,8 +93,8 @@ func checkWorkload(t *testing.T, rep overload.WorkloadReport, loads []float64) {
 			t.Errorf("run %d is %s at %vx, want %s at %vx", i, r.Variant, r.Load, want, loads[i/len(overload.Variants())])
 		}
 		name := r.Variant + " at " + strings.TrimRight(strings.TrimRight(jsonNumber(r.Load), "0"), ".") + "x"
-		if r.Sent < 20 {
-			t.Errorf("%s: sent %d requests, want at least 20", name, r.Sent)
+		if r.Sent != requests {
+			t.Errorf("%s: sent %d requests, want the %d configured", name, r.Sent, requests)
 		}
 		sum := 0
 		for _, n := range r.Outcomes {
@@ -206,6 +211,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{overload.Config{Variants: []string{"nginx"}}, `unknown variant "nginx"`},
 		{overload.Config{Mix: overload.Mix{Critical: -1}}, "Mix"},
 		{overload.Config{Work: -time.Millisecond}, "negative"},
+		{overload.Config{Requests: 10, WarmupRequests: -1}, "negative"},
 		{overload.Config{Workloads: []string{"bursty"}}, `unknown workload "bursty"`},
 		{overload.Config{Costs: []overload.Weighted{{Value: time.Millisecond, Share: -1}}}, "Costs"},
 	} {

@@ -27,8 +27,11 @@ type Report struct {
 	Work   time.Duration `json:"-"`
 	Procs  int           `json:"-"`
 	Budget time.Duration `json:"-"`
-	// Duration and Warmup are each run's measured and warm-up time.
-	Duration, Warmup time.Duration `json:"-"`
+	// Duration and Warmup are each run's measured and warm-up time, unless
+	// Requests, each run's measured requests, is positive; WarmupRequests
+	// are then the requests sent before them.
+	Duration, Warmup         time.Duration `json:"-"`
+	Requests, WarmupRequests int           `json:"-"`
 }
 
 // WorkloadReport is what a run measured on one workload.
@@ -229,7 +232,11 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // settings of each variant below them.
 func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "backend GOMAXPROCS=%d; each run %v after %v of warm-up\n", r.Procs, r.Duration, r.Warmup)
+	if r.Requests > 0 {
+		fmt.Fprintf(&b, "backend GOMAXPROCS=%d; each run %d requests after %d of warm-up\n", r.Procs, r.Requests, r.WarmupRequests)
+	} else {
+		fmt.Fprintf(&b, "backend GOMAXPROCS=%d; each run %v after %v of warm-up\n", r.Procs, r.Duration, r.Warmup)
+	}
 	if r.Cgroups != "" {
 		fmt.Fprintf(&b, "CPU accounting: %s\n", r.Cgroups)
 	}

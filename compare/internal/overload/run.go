@@ -12,7 +12,8 @@ import (
 
 // Run measures the capacity of the graph, then every variant at every load,
 // and reports what it measured. It takes about len(Loads) × len(Variants) ×
-// (Warmup + Duration + 0.5 s), plus the capacity, measured at the start and
+// (Warmup + Duration + 0.5 s), or, with Requests set, the time their
+// requests take at each load's rate plus 0.5 s, plus the capacity, measured at the start and
 // again at the end (2 × CapacityDuration × 1.25). It stops early,
 // with ctx's error, when ctx ends.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
@@ -40,6 +41,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Budget:   cfg.budget(),
 		Duration: cfg.duration(),
 		Warmup:   cfg.warmup(),
+		Requests: cfg.Requests, WarmupRequests: cfg.WarmupRequests,
 	}
 	for _, v := range cfg.variants() {
 		rep.Settings[v] = setting(v, spec.params)
@@ -124,7 +126,7 @@ func runWorkload(ctx context.Context, cfg Config, w workload, exe string, spec b
 				return rep, err
 			}
 			start := time.Now()
-			sends := gen.open(ctx, g.edgeURL, rate, cfg.warmup(), cfg.duration())
+			sends, measured := gen.open(ctx, g.edgeURL, rate, span{cfg.warmup(), cfg.duration(), cfg.WarmupRequests, cfg.Requests})
 			st, err := g.backend.stats(stats)
 			wall := time.Since(start)
 			g.close()
@@ -134,7 +136,7 @@ func runWorkload(ctx context.Context, cfg Config, w workload, exe string, spec b
 			if err := ctx.Err(); err != nil {
 				return rep, err
 			}
-			res := summarize(name, load, rep.CapacityRPS, cfg.duration(), sends, st.Records, st.CPU-before.CPU)
+			res := summarize(name, load, rep.CapacityRPS, measured, sends, st.Records, st.CPU-before.CPU)
 			res.Workload = w.name
 			res.BackendCPU = (st.CPU - before.CPU) / wall.Seconds()
 			rep.Runs = append(rep.Runs, res)

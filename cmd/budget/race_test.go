@@ -1,7 +1,0 @@
-//go:build race
-
-package main
-
-// raceSlowdown is how much slower the race detector makes the code under
-// test, to scale wall-clock bounds by: 5 to 10 times, by its documentation.
-const raceSlowdown = 10
