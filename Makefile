@@ -64,9 +64,10 @@ GUARD_STEPS := fmt-check vet lint root-stdlib
 # prerequisites of steps in this order): the longest first, measured under
 # load (cmd/budget's main pass about 600 s with the machine shared, compare's
 # 420, the conformance suite's 340, the root module's 270, staticcheck's 150,
-# the release check's 150), so that none of them starts last; the proxy early,
-# so that the nowork steps can start as soon as a slot is free.
-FIRST_STEPS := unit/cmd/budget unit/compare lint unit/connectbudget/internal/conformance proxy unit/root release-check unit/pgxbudget vet
+# the release check's 150), so that none of them starts last; pgxbudget's
+# early, as its nowork pass (100 s) waits for its main pass (100 s); the proxy
+# early, so that the nowork steps can start as soon as a slot is free.
+FIRST_STEPS := unit/cmd/budget unit/pgxbudget unit/compare lint unit/connectbudget/internal/conformance proxy unit/root release-check vet
 PARALLEL_STEPS := $(filter $(UNIT_STEPS) $(NOWORK_STEPS) $(GUARD_STEPS) proxy release-check,$(FIRST_STEPS)) \
 	$(filter-out $(FIRST_STEPS) $(addprefix unit/,$(SERIAL_MODULES)),$(UNIT_STEPS)) recovery fmt-check root-stdlib \
 	$(filter-out $(FIRST_STEPS) $(addprefix nowork/,$(SERIAL_MODULES)),$(NOWORK_STEPS))
