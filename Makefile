@@ -53,10 +53,11 @@ MODULE_NAMES := $(foreach m,$(MODULES),$(call module_name,$(m)))
 
 # The modules whose tests measure real time on loopback against budgets of a
 # few hundred milliseconds (gRPC and Connect hops, the end-to-end chains, the
-# SQL drivers' cancels 60 ms before a deadline): they run last, one at a time
+# SQL drivers' cancels 60 ms before a deadline, pgxbudget's expiries of
+# hundreds of statements at once): they run last, one at a time
 # and beside no other step, then cmd/budget's demo package (ALONE below) on
 # its own. Every other step runs JOBS at a time.
-SERIAL_MODULES := grpcbudget connectbudget e2e sqlbudget/internal/drivertest
+SERIAL_MODULES := grpcbudget connectbudget e2e sqlbudget/internal/drivertest pgxbudget
 UNIT_STEPS := $(addprefix unit/,$(MODULE_NAMES))
 NOWORK_STEPS := $(addprefix nowork/,$(MODULE_NAMES))
 GUARD_STEPS := fmt-check vet lint root-stdlib
@@ -64,10 +65,9 @@ GUARD_STEPS := fmt-check vet lint root-stdlib
 # prerequisites of steps in this order): the longest first, measured under
 # load (cmd/budget's main pass about 600 s with the machine shared, compare's
 # 420, the conformance suite's 340, the root module's 270, staticcheck's 150,
-# the release check's 150), so that none of them starts last; pgxbudget's
-# early, as its nowork pass (100 s) waits for its main pass (100 s); the proxy
+# the release check's 150), so that none of them starts last; the proxy
 # early, so that the nowork steps can start as soon as a slot is free.
-FIRST_STEPS := unit/cmd/budget unit/pgxbudget unit/compare lint unit/connectbudget/internal/conformance proxy unit/root release-check vet
+FIRST_STEPS := unit/cmd/budget unit/compare lint unit/connectbudget/internal/conformance proxy unit/root release-check vet
 PARALLEL_STEPS := $(filter $(UNIT_STEPS) $(NOWORK_STEPS) $(GUARD_STEPS) proxy release-check,$(FIRST_STEPS)) \
 	$(filter-out $(FIRST_STEPS) $(addprefix unit/,$(SERIAL_MODULES)),$(UNIT_STEPS)) recovery fmt-check root-stdlib \
 	$(filter-out $(FIRST_STEPS) $(addprefix nowork/,$(SERIAL_MODULES)),$(NOWORK_STEPS))
