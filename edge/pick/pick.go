@@ -102,6 +102,10 @@ const RecoverProbes = 3
 // at through a window of maxScan consecutive replicas starting at random.
 const maxScan = 64
 
+// smallScan is the most replicas a choice looks at without zeroing room
+// for maxScan.
+const smallScan = 8
+
 // refreshEvery is how often a replica's tail estimate is recomputed from
 // its distribution, on the path that records a call's end.
 const refreshEvery = 5 * time.Millisecond
@@ -415,7 +419,17 @@ func (b *Balancer) Choose(ctx context.Context, now time.Time, reps []*Replica) (
 	if n > maxScan {
 		n, off = maxScan, rand.IntN(total)
 	}
-	var lat, cost, raw [maxScan]float64
+	// The latencies of the window, on the stack: for a few replicas in a
+	// small array, since zeroing the large one costs a pick of three
+	// replicas a fifth of its time.
+	var lat []float64
+	if n <= smallScan {
+		var small [smallScan]float64
+		lat = small[:n]
+	} else {
+		var large [maxScan]float64
+		lat = large[:n]
+	}
 	best := math.Inf(1)
 	for k := range n {
 		r := reps[(off+k)%total]
@@ -432,15 +446,14 @@ func (b *Balancer) Choose(ctx context.Context, now time.Time, reps []*Replica) (
 	gap := float64(b.cfg.MinGap)
 	var fit uint64
 	var shun uint64 // replicas ejected, or avoided for their latency: they get the probes
-	nfit, bestK := 0, -1
+	nfit, bestK, bestRaw := 0, -1, 0.0
 	for k := range n {
 		r := reps[(off+k)%total]
 		l := lat[k]
 		if l < best && !r.measured.Load() {
 			l = best // nothing measured yet, or only a lower bound: as good as the best
 		}
-		load := float64(r.inflight.Load() + 1)
-		cost[k], raw[k] = load*max(1, l/floor), load*max(l, 1)
+		_, raw := costs(r, lat[k], best, floor)
 		if b.ejected(ctx, now, r, lat[k], best, rem) {
 			shun |= 1 << k
 			continue
@@ -451,8 +464,8 @@ func (b *Balancer) Choose(ctx context.Context, now time.Time, reps []*Replica) (
 			// latency learned in a fault would keep it idle for good.
 			shun |= 1 << k
 		}
-		if bestK < 0 || raw[k] < raw[bestK] {
-			bestK = k
+		if bestK < 0 || raw < bestRaw {
+			bestK, bestRaw = k, raw
 		}
 		if time.Duration(l) <= rem && time.Duration(r.tail.Load()) <= rem {
 			fit |= 1 << k
@@ -467,7 +480,7 @@ func (b *Balancer) Choose(ctx context.Context, now time.Time, reps []*Replica) (
 		if bb := math.Float64bits(best); b.best.Load() != bb {
 			b.best.Store(bb)
 		}
-		if k, ok := b.probe(reps, off, n, shun, &lat, best, rem); ok {
+		if k, ok := b.probe(reps, off, n, shun, lat, best, rem); ok {
 			return (off + k) % total, true
 		}
 	}
@@ -483,13 +496,15 @@ func (b *Balancer) Choose(ctx context.Context, now time.Time, reps []*Replica) (
 		}
 		ki, kj := nthBit(fit, i), nthBit(fit, j)
 		k = ki
-		if cost[kj] < cost[ki] {
+		ci, _ := costs(reps[(off+ki)%total], lat[ki], best, floor)
+		cj, _ := costs(reps[(off+kj)%total], lat[kj], best, floor)
+		if cj < ci {
 			k = kj
 		}
 	case bestK >= 0:
 		k = bestK // none fits: the best, and admission decides
 	default:
-		k = cheapest(&raw, n) // every replica ejected
+		k = cheapest(reps, off, n, lat, best, floor) // every replica ejected
 	}
 	return (off + k) % total, false
 }
@@ -502,11 +517,25 @@ func nthBit(x uint64, i int) int {
 	return bits.TrailingZeros64(x)
 }
 
-func cheapest(cost *[maxScan]float64, n int) int {
-	k := 0
-	for i := 1; i < n; i++ {
-		if cost[i] < cost[k] {
-			k = i
+// costs returns what one more call to r costs: its calls in flight, this
+// one included, weighed by its smoothed latency l (0 for none) relative to
+// floor (twice the best latency) as cost, which chooses between two
+// replicas that fit, and by l itself as raw, which chooses when none does.
+func costs(r *Replica, l, best, floor float64) (cost, raw float64) {
+	if l < best && !r.measured.Load() {
+		l = best // nothing measured yet, or only a lower bound: as good as the best
+	}
+	load := float64(r.inflight.Load() + 1)
+	return load * max(1, l/floor), load * max(l, 1)
+}
+
+// cheapest returns the window position, among the n replicas from off, of
+// the replica with the lowest raw cost.
+func cheapest(reps []*Replica, off, n int, lat []float64, best, floor float64) int {
+	k, low := 0, math.Inf(1)
+	for i := range n {
+		if _, raw := costs(reps[(off+i)%len(reps)], lat[i], best, floor); raw < low {
+			k, low = i, raw
 		}
 	}
 	return k
@@ -604,7 +633,7 @@ const maxOwed = 4
 // exceeds it, for 8 times the best latency and 20 ms (a probe of a replica
 // that hangs costs its call, so that one probe in ProbeEvery calls is all
 // a hanging replica costs).
-func (b *Balancer) probe(reps []*Replica, off, n int, shun uint64, lat *[maxScan]float64, best float64, rem time.Duration) (int, bool) {
+func (b *Balancer) probe(reps []*Replica, off, n int, shun uint64, lat []float64, best float64, rem time.Duration) (int, bool) {
 	c := b.calls.Add(1)
 	if c%uint64(b.cfg.ProbeEvery) == 0 && b.owed.Load() < maxOwed {
 		b.owed.Add(1)
