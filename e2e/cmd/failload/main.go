@@ -34,13 +34,21 @@
 // client toward the edge; and the peak number of goroutines, sampled every
 // millisecond.
 //
-// Both ends of every connection are in this process, so N concurrent
-// requests need about 4N open files; failload raises its RLIMIT_NOFILE
-// itself and stops with a message saying so when it cannot.
+// With both ends of every connection in one process, N concurrent requests
+// need about 4N open files. With -procs always, the edge and the backend of
+// each rig run as processes of their own (this binary again, its role in
+// FAILLOAD_ROLE; see procs.go), so that the edge, the process that needs
+// most, needs 2N and a few; CPU, allocations and goroutines at peak are
+// then the sums over the three processes, each measured over the same
+// window, with each process's share in per_process. -procs auto (the
+// default) runs in one process when its open-file limit can be raised to
+// 4N and across processes otherwise; -procs never, in one process.
+// failload raises its RLIMIT_NOFILE itself (children inherit it) and stops
+// with a message saying how many files are needed when it cannot.
 //
 // Usage:
 //
-//	go run ./cmd/failload -n 1000,10000 -rounds 3 -json failload.json
+//	go run ./cmd/failload -n 1000,10000 -rounds 3 -procs always -json failload.json
 package main
 
 import (
@@ -90,15 +98,31 @@ type Result struct {
 	// Budget-Expired in the budget pattern), "timer" the client's own
 	// deadline, "ok" a 200 (a failure read as success), "other" the rest.
 	Answers map[string]int `json:"answers"`
+	// PerProcess is each process's share when the client, the edge and
+	// the backend ran as processes of their own: CPUMsPerFailure,
+	// AllocsPerFailure and GoroutinesPeak above are their sums.
+	PerProcess []ProcResult `json:"per_process,omitempty"`
+}
+
+// ProcResult is one process's share of a Result.
+type ProcResult struct {
+	Role             string  `json:"role"`
+	CPUMsPerFailure  float64 `json:"cpu_ms_per_failure"`
+	AllocsPerFailure float64 `json:"allocs_per_failure"`
+	GoroutinesPeak   int     `json:"goroutines_peak"`
 }
 
 // Report is the JSON document -json writes.
 type Report struct {
-	BudgetMs   float64  `json:"budget_ms"`
-	GOMAXPROCS int      `json:"gomaxprocs"`
-	LoadBefore string   `json:"load_before"`
-	LoadAfter  string   `json:"load_after"`
-	Results    []Result `json:"results"`
+	// Processes is 1 when the client, the edge and the backend ran in one
+	// process, 3 when each ran in a process of its own (-procs).
+	Processes   int      `json:"processes"`
+	Description string   `json:"description"`
+	BudgetMs    float64  `json:"budget_ms"`
+	GOMAXPROCS  int      `json:"gomaxprocs"`
+	LoadBefore  string   `json:"load_before"`
+	LoadAfter   string   `json:"load_after"`
+	Results     []Result `json:"results"`
 }
 
 // config is what one run measures.
@@ -109,9 +133,22 @@ type config struct {
 	learn    int
 	budget   time.Duration
 	profile  string // CPU profile of the measured rounds to profile.PATTERN.N
+	procs    bool   // the edge and the backend run as processes of their own
 }
 
+// The report's description, by the number of processes.
+const (
+	describeOne = "client, edge and backend in one process; CPU (getrusage) and allocations (runtime.MemStats Mallocs) " +
+		"are the process's from the start of a round until every client has its answer, per failure; goroutines_peak is the process's"
+	describeThree = "client, edge and backend each in a process of its own; CPU (getrusage) and allocations (runtime.MemStats Mallocs) " +
+		"are the sums over the three processes, each measured from before a round's burst until after its last answer, per failure; " +
+		"goroutines_peak is the sum of the three processes' peaks; per_process gives each one's share; dials are the edge process's"
+)
+
 func main() {
+	if role := os.Getenv(roleEnv); role != "" {
+		os.Exit(serveRole(role))
+	}
 	ns := flag.String("n", "1000,10000", "comma-separated concurrencies (requests in flight at once)")
 	rounds := flag.Int("rounds", 3, "measured rounds of N hanging requests per pattern and N")
 	learn := flag.Int("learn", 1, "unmeasured rounds of N hanging requests first, from which margins and linger learn, as a running service's do")
@@ -120,8 +157,10 @@ func main() {
 	jsonOut := flag.String("json", "", "write the report as JSON to this file")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of each pattern's measured rounds to FILE.PATTERN.N")
 	memprofile := flag.String("memprofile", "", "write an allocation profile to this file at the end")
+	procs := flag.String("procs", "auto", "run the edge and the backend as processes of their own: always, never, or auto (when one process cannot have the open files it needs)")
 	flag.Parse()
 	cfg := config{patterns: strings.Split(*patterns, ","), rounds: *rounds, learn: *learn, budget: *total, profile: *cpuprofile}
+	var err error
 	for _, s := range strings.Split(*ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -132,12 +171,8 @@ func main() {
 	if *rounds < 1 {
 		log.Fatalf("failload: -rounds %d: at least one round is needed", *rounds)
 	}
-	// Every pattern's connections at once, to interleave their rounds; or,
-	// failing that, one pattern's at a time.
-	if raiseFiles(uint64(filesFor(slices.Max(cfg.ns))*len(cfg.patterns))) != nil {
-		if err := raiseFiles(uint64(filesFor(slices.Max(cfg.ns)))); err != nil {
-			log.Fatal(err)
-		}
+	if cfg.procs, err = chooseProcs(*procs, slices.Max(cfg.ns), len(cfg.patterns)); err != nil {
+		log.Fatal(err)
 	}
 	rep, err := run(cfg)
 	if err != nil {
@@ -181,7 +216,10 @@ func run(cfg config) (*Report, error) {
 			return nil, fmt.Errorf("failload: unknown pattern %q (want budget or plain)", p)
 		}
 	}
-	rep := &Report{BudgetMs: load.Ms(cfg.budget), GOMAXPROCS: runtime.GOMAXPROCS(0), LoadBefore: load.LoadAvg()}
+	rep := &Report{Processes: 1, Description: describeOne, BudgetMs: load.Ms(cfg.budget), GOMAXPROCS: runtime.GOMAXPROCS(0), LoadBefore: load.LoadAvg()}
+	if cfg.procs {
+		rep.Processes, rep.Description = 3, describeThree
+	}
 	for _, n := range cfg.ns {
 		res, err := measure(n, cfg)
 		if err != nil {
@@ -205,10 +243,56 @@ type rig struct {
 	servers []*http.Server
 	pools   []*http.Transport
 	running atomic.Int64 // backend handlers still running
+	kids    []*child     // with -procs, the backend's and the edge's processes, in that order
 }
 
-func newRig(pattern string, n int, total time.Duration) (*rig, error) {
+// newRig builds a pattern's rig for n concurrent requests: its backend
+// and edge served in this process, or, with procs, each started as a
+// process of its own (see startChild).
+func newRig(pattern string, n int, total time.Duration, procs bool) (*rig, error) {
 	r := &rig{pattern: pattern, budget: total}
+	if procs {
+		backend, err := startChild("backend", pattern, n, total, "")
+		if err != nil {
+			return nil, err
+		}
+		r.kids = append(r.kids, backend)
+		edge, err := startChild("edge", pattern, n, total, backend.url)
+		if err != nil {
+			r.close()
+			return nil, err
+		}
+		r.kids = append(r.kids, edge)
+		r.edgeURL = edge.url
+	} else {
+		backendURL, err := r.serve(r.backendHandler())
+		if err != nil {
+			r.close()
+			return nil, err
+		}
+		if r.edgeURL, err = r.serve(r.edgeHandler(n, backendURL)); err != nil {
+			r.close()
+			return nil, err
+		}
+	}
+	toEdge := load.Pool(n)
+	cdial := toEdge.DialContext
+	toEdge.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		r.cdials.Add(1)
+		return cdial(ctx, network, addr)
+	}
+	r.pools = append(r.pools, toEdge)
+	if pattern == "budget" {
+		r.client = &http.Client{Transport: httpbudget.NewTransport(toEdge)}
+	} else {
+		r.client = &http.Client{Transport: toEdge}
+	}
+	return r, nil
+}
+
+// backendHandler is the pattern's backend: it hangs until its request's
+// context ends, or answers after 20 ms when r.hang is off.
+func (r *rig) backendHandler() http.Handler {
 	backend := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.running.Add(1)
 		defer r.running.Add(-1)
@@ -219,61 +303,53 @@ func newRig(pattern string, n int, total time.Duration) (*rig, error) {
 		time.Sleep(20 * time.Millisecond)
 		_, _ = io.WriteString(w, "ok")
 	})
+	if r.pattern == "budget" {
+		return httpbudget.NewHandler(backend)
+	}
+	return backend
+}
+
+// edgeHandler is the pattern's edge, calling the backend at backendURL
+// through a pool of its own for n concurrent requests, whose dials it
+// counts in r.dials.
+func (r *rig) edgeHandler(n int, backendURL string) http.Handler {
 	toBackend := load.Pool(n)
 	dial := toBackend.DialContext
 	toBackend.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		r.dials.Add(1)
 		return dial(ctx, network, addr)
 	}
-	toEdge := load.Pool(n)
-	cdial := toEdge.DialContext
-	toEdge.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		r.cdials.Add(1)
-		return cdial(ctx, network, addr)
-	}
-	r.pools = []*http.Transport{toBackend, toEdge}
-	var backendURL string
-	var edgeH, backendH http.Handler
-	switch pattern {
-	case "budget":
+	r.pools = append(r.pools, toBackend)
+	if r.pattern == "budget" {
 		up := &http.Client{Transport: httpbudget.NewTransport(toBackend)}
-		edgeH = httpbudget.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		return httpbudget.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			relay(w, req, up, backendURL, httpbudget.WriteError)
 		}))
-		backendH = httpbudget.NewHandler(backend)
-		r.client = &http.Client{Transport: httpbudget.NewTransport(toEdge)}
-	default:
-		up := &http.Client{Transport: toBackend}
-		edgeH = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			timeout := 10 * time.Second // the warm-up's
-			if r.hang.Load() {
-				timeout = total
-			}
-			ctx, cancel := context.WithTimeout(req.Context(), timeout)
-			defer cancel()
-			relay(w, req.WithContext(ctx), up, backendURL, func(w http.ResponseWriter, err error) {
-				http.Error(w, "the request ran out of time", http.StatusGatewayTimeout)
-			})
+	}
+	up := &http.Client{Transport: toBackend}
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		timeout := 10 * time.Second // the warm-up's
+		if r.hang.Load() {
+			timeout = r.budget
+		}
+		ctx, cancel := context.WithTimeout(req.Context(), timeout)
+		defer cancel()
+		relay(w, req.WithContext(ctx), up, backendURL, func(w http.ResponseWriter, err error) {
+			http.Error(w, "the request ran out of time", http.StatusGatewayTimeout)
 		})
-		backendH = backend
-		r.client = &http.Client{Transport: toEdge}
+	})
+}
+
+// serve serves h on a loopback port of its own and returns its URL.
+func (r *rig) serve(h http.Handler) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
 	}
-	for i, h := range []http.Handler{backendH, edgeH} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			r.close()
-			return nil, err
-		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
-		r.servers = append(r.servers, srv)
-		go func() { _ = srv.Serve(ln) }()
-		if i == 0 {
-			backendURL = "http://" + ln.Addr().String() + "/"
-		} else {
-			r.edgeURL = "http://" + ln.Addr().String() + "/"
-		}
-	}
-	return r, nil
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	r.servers = append(r.servers, srv)
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String() + "/", nil
 }
 
 // relay is the edge's handler: it calls the backend under the request's
@@ -291,10 +367,31 @@ func relay(w http.ResponseWriter, req *http.Request, up *http.Client, url string
 }
 
 // settle waits, up to 10 s, for the backend's handlers to return.
-func (r *rig) settle() {
+func (r *rig) settle() error {
+	if len(r.kids) > 0 {
+		_, err := r.kids[0].call("settle")
+		return err
+	}
 	for end := time.Now().Add(10 * time.Second); r.running.Load() > 0 && time.Now().Before(end); {
 		time.Sleep(5 * time.Millisecond)
 	}
+	return nil
+}
+
+// setHang turns the backend's hanging (and the plain edge's budget) on or
+// off, in every process of the rig.
+func (r *rig) setHang(on bool) error {
+	r.hang.Store(on)
+	cmd := "hang 0"
+	if on {
+		cmd = "hang 1"
+	}
+	for _, k := range r.kids {
+		if _, err := k.call(cmd); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *rig) close() {
@@ -303,6 +400,9 @@ func (r *rig) close() {
 	}
 	for _, p := range r.pools {
 		p.CloseIdleConnections()
+	}
+	for i := len(r.kids) - 1; i >= 0; i-- {
+		r.kids[i].stop()
 	}
 }
 
@@ -373,7 +473,11 @@ func (r *rig) burst(n int, timeout time.Duration) ([]time.Duration, map[string]i
 // each pattern sees the machine in the same state; otherwise the patterns
 // are measured one after the other, each on its own.
 func measure(n int, cfg config) ([]Result, error) {
-	if cfg.profile != "" || filesFor(n)*len(cfg.patterns) > load.FileLimit() {
+	files := filesFor(n) * len(cfg.patterns)
+	if cfg.procs {
+		files = clientFiles(n) * len(cfg.patterns)
+	}
+	if cfg.profile != "" || files > load.FileLimit() {
 		var out []Result
 		for _, p := range cfg.patterns {
 			res, err := measureGroup([]string{p}, n, cfg)
@@ -396,7 +500,7 @@ func measureGroup(patterns []string, n int, cfg config) ([]Result, error) {
 		}
 	}()
 	for _, p := range patterns {
-		r, err := newRig(p, n, cfg.budget)
+		r, err := newRig(p, n, cfg.budget, cfg.procs)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
@@ -422,7 +526,9 @@ func measureGroup(patterns []string, n int, cfg config) ([]Result, error) {
 	}
 	for range cfg.rounds {
 		for i, r := range rigs {
-			r.round(n, accs[i])
+			if err := r.round(n, accs[i]); err != nil {
+				return nil, fmt.Errorf("%s: %w", r.pattern, err)
+			}
 		}
 	}
 	out := make([]Result, len(accs))
@@ -436,24 +542,31 @@ func measureGroup(patterns []string, n int, cfg config) ([]Result, error) {
 // requests, unmeasured, and warms n connections at each hop with n requests
 // that succeed.
 func (r *rig) prepare(n, learn int) error {
-	r.hang.Store(true)
+	if err := r.setHang(true); err != nil {
+		return err
+	}
 	// One failure alone first, answered in time: the client's and the
 	// edge's Transports see their hosts refuse with Budget-Expired, as a
 	// running service has seen failures before a burst.
 	if learn > 0 {
 		r.burst(1, r.budget)
-		r.settle()
+		if err := r.settle(); err != nil {
+			return err
+		}
 	}
 	for range learn {
 		r.burst(n, r.budget)
-		r.settle()
+		if err := r.settle(); err != nil {
+			return err
+		}
 	}
-	r.hang.Store(false)
+	if err := r.setHang(false); err != nil {
+		return err
+	}
 	if _, answers := r.burst(n, 10*time.Second); answers["ok"] != n {
 		return fmt.Errorf("warm-up: %d of %d requests succeeded (%v)", answers["ok"], n, answers)
 	}
-	r.hang.Store(true)
-	return nil
+	return r.setHang(true)
 }
 
 // accum adds up a pattern's measured rounds.
@@ -462,37 +575,99 @@ type accum struct {
 	overs  []time.Duration
 	cpu    time.Duration
 	allocs uint64
+	procs  []*procAccum
 }
 
-// round measures one burst of n hanging requests into a.
-func (r *rig) round(n int, a *accum) {
+// procAccum adds up one process's share of a pattern's measured rounds.
+type procAccum struct {
+	role   string
+	cpu    time.Duration
+	allocs uint64
+	peak   int
+}
+
+// proc returns the figures of the process of the role, added on first use.
+func (a *accum) proc(role string) *procAccum {
+	for _, p := range a.procs {
+		if p.role == role {
+			return p
+		}
+	}
+	p := &procAccum{role: role}
+	a.procs = append(a.procs, p)
+	return p
+}
+
+// round measures one burst of n hanging requests into a. With the edge
+// and the backend in processes of their own, each measures itself over
+// the same window (from before the burst until after the last answer) and
+// its figures are added to this process's.
+func (r *rig) round(n int, a *accum) error {
 	time.Sleep(200 * time.Millisecond) // let the previous round's stragglers go
 	runtime.GC()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	dials, cdials := r.dials.Load(), r.cdials.Load()
+	for _, k := range r.kids {
+		if _, err := k.call("start"); err != nil {
+			return err
+		}
+	}
 	stop := sampleGoroutines()
 	c0 := load.CPUTime()
 	over, answers := r.burst(n, r.budget)
-	a.cpu += load.CPUTime() - c0
-	a.res.GoroutinesPeak = max(a.res.GoroutinesPeak, stop())
+	cpu := load.CPUTime() - c0
+	peak := stop()
 	runtime.ReadMemStats(&m1)
-	a.allocs += m1.Mallocs - m0.Mallocs
+	a.add("client", cpu, m1.Mallocs-m0.Mallocs, peak)
 	a.res.Dials += r.dials.Load() - dials
 	a.res.ClientDials += r.cdials.Load() - cdials
+	for _, k := range r.kids {
+		fig, err := k.call("stop")
+		if err != nil {
+			return err
+		}
+		a.add(k.role, time.Duration(fig.CPUNs), fig.Mallocs, fig.GoroutinesPeak)
+		a.res.Dials += fig.Dials
+	}
 	a.overs = append(a.overs, over...)
 	for k, v := range answers {
 		a.res.Answers[k] += v
 	}
-	r.settle()
+	return r.settle()
+}
+
+// add adds a process's figures for one round: its CPU time and
+// allocations to the pattern's, and its goroutines at peak to the round's.
+func (a *accum) add(role string, cpu time.Duration, allocs uint64, peak int) {
+	a.cpu += cpu
+	a.allocs += allocs
+	p := a.proc(role)
+	p.cpu += cpu
+	p.allocs += allocs
+	p.peak = max(p.peak, peak)
 }
 
 // result is the accumulated rounds' Result.
 func (a *accum) result() Result {
 	res := a.res
 	res.Failures = len(a.overs)
+	res.GoroutinesPeak = 0
+	for _, p := range a.procs {
+		res.GoroutinesPeak += p.peak
+	}
 	if res.Failures == 0 {
 		return res
+	}
+	if len(a.procs) > 1 {
+		for _, p := range a.procs {
+			res.PerProcess = append(res.PerProcess, ProcResult{
+				Role:             p.role,
+				CPUMsPerFailure:  load.Ms(p.cpu) / float64(res.Failures),
+				AllocsPerFailure: float64(p.allocs) / float64(res.Failures),
+				GoroutinesPeak:   p.peak,
+			})
+		}
 	}
 	slices.Sort(a.overs)
 	res.OvershootP50Ms = load.Ms(load.Quantile(a.overs, 0.50))
@@ -531,25 +706,58 @@ func sampleGoroutines() (stop func() int) {
 	}
 }
 
-// filesFor is the open files n concurrent requests need: both ends of n
-// connections at each of two hops, and some to spare.
+// filesFor is the open files n concurrent requests need in one process:
+// both ends of n connections at each of two hops, and some to spare.
 func filesFor(n int) int { return 4*n + 500 }
 
 // raiseFiles raises the process's RLIMIT_NOFILE to at least want, or
-// says why it cannot.
-func raiseFiles(want uint64) error {
+// says why it cannot; why says what needs them.
+func raiseFiles(want uint64, why string) error {
 	got, err := load.RaiseFiles(want)
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("failload: %d open files are needed (4 per concurrent request), the limit is %d and raising it failed: %v; "+
-		"raise the hard limit (ulimit -Hn, or run with the privilege to) or lower -n", want, got, err)
+	return fmt.Errorf("failload: %d open files are needed (%s), the limit is %d and raising it failed: %v; "+
+		"raise the hard limit (ulimit -Hn, or run with the privilege to) or lower -n", want, why, got, err)
+}
+
+// chooseProcs decides, by the -procs flag, whether the edge and the
+// backend run as processes of their own at concurrencies up to n, and
+// raises the open-file limit for it: in one process, for every pattern's
+// connections at once (to interleave their rounds) or failing that one
+// pattern's; across processes, for the edge's (children inherit the limit).
+func chooseProcs(flagValue string, n, patterns int) (bool, error) {
+	one := func() error {
+		if raiseFiles(uint64(filesFor(n)*patterns), "4 per concurrent request") == nil {
+			return nil
+		}
+		return raiseFiles(uint64(filesFor(n)), "4 per concurrent request, client, edge and backend in one process")
+	}
+	three := func() error {
+		if raiseFiles(uint64(max(clientFiles(n)*patterns, edgeFiles(n))), "") == nil {
+			return nil
+		}
+		return raiseFiles(uint64(max(clientFiles(n), edgeFiles(n))),
+			fmt.Sprintf("2 per concurrent request in the edge process, %d for %d; 1 in the client's and the backend's", edgeFiles(n), n))
+	}
+	switch flagValue {
+	case "never":
+		return false, one()
+	case "always":
+		return true, three()
+	case "auto":
+		if one() == nil {
+			return false, nil
+		}
+		return true, three()
+	}
+	return false, fmt.Errorf("failload: -procs %q: want auto, always or never", flagValue)
 }
 
 // table renders the report as a Markdown table.
 func (rep *Report) table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "budget %v ms, GOMAXPROCS %d, load %s → %s\n\n", rep.BudgetMs, rep.GOMAXPROCS, rep.LoadBefore, rep.LoadAfter)
+	fmt.Fprintf(&b, "budget %v ms, GOMAXPROCS %d, %d process(es), load %s → %s\n\n", rep.BudgetMs, rep.GOMAXPROCS, rep.Processes, rep.LoadBefore, rep.LoadAfter)
 	b.WriteString("| N | pattern | overshoot p50 | p99 | max | CPU ms/failure | allocs/failure | dials (edge) | dials (client) | goroutines peak | answers |\n")
 	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range rep.Results {

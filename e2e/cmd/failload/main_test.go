@@ -5,13 +5,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The test binary is also the edge and the backend of TestRunProcs.
+	if role := os.Getenv(roleEnv); role != "" {
+		os.Exit(serveRole(role))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // TestRunSmall runs both patterns at 50 concurrent requests, as the command
 // does, writes the JSON report and checks what does not depend on the
@@ -82,14 +89,103 @@ func TestRunSmall(t *testing.T) {
 // TestRaiseFiles: a limit the process already has is kept, and one beyond
 // what the process may set is refused with a message naming the limit.
 func TestRaiseFiles(t *testing.T) {
-	if err := raiseFiles(16); err != nil {
+	if err := raiseFiles(16, "a test"); err != nil {
 		t.Errorf("raising the open-file limit to 16: %v", err)
 	}
-	err := raiseFiles(1 << 40)
+	err := raiseFiles(1<<40, "a test")
 	if err == nil {
 		t.Fatal("an open-file limit of 2^40 was accepted")
 	}
 	if msg := err.Error(); !strings.Contains(msg, "open files are needed") || !strings.Contains(msg, "lower -n") {
 		t.Errorf("the refusal says %q, which does not say what was needed and what to do", msg)
+	}
+}
+
+// TestRunProcs runs both patterns with the edge and the backend as
+// processes of their own (-procs always) at 20 concurrent requests and
+// checks the JSON report: three processes said, every request accounted
+// for, each process's CPU, allocations and goroutines measured and summed,
+// and no child left running afterwards.
+func TestRunProcs(t *testing.T) {
+	const n = 20
+	started.Lock()
+	before := len(started.pids)
+	started.Unlock()
+	rep, err := run(config{ns: []int{n}, patterns: []string{"budget", "plain"}, rounds: 2, learn: 1, budget: 100 * time.Millisecond, procs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(t.TempDir(), "report.json")
+	if err := rep.write(name); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc Report
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("the report is not JSON: %v", err)
+	}
+	if doc.Processes != 3 || !strings.Contains(doc.Description, "sums over the three processes") || len(doc.Results) != 2 {
+		t.Fatalf("processes %d, description %q, %d results; want 3, the sums said, 2", doc.Processes, doc.Description, len(doc.Results))
+	}
+	for i, r := range doc.Results {
+		if want := []string{"budget", "plain"}[i]; r.Pattern != want || r.Concurrency != n {
+			t.Errorf("result %d is %s at %d, want %s at %d", i, r.Pattern, r.Concurrency, want, n)
+		}
+		total := 0
+		for _, c := range r.Answers {
+			total += c
+		}
+		if r.Failures != 2*n || total != 2*n || r.Answers["ok"] != 0 {
+			t.Errorf("%s: %d failures and %d answers (%v), want %d and none 200 OK", r.Pattern, r.Failures, total, r.Answers, 2*n)
+		}
+		if len(r.PerProcess) != 3 {
+			t.Fatalf("%s: %d processes' figures, want 3 (%+v)", r.Pattern, len(r.PerProcess), r.PerProcess)
+		}
+		var cpu, allocs float64
+		peak := 0
+		for _, p := range r.PerProcess {
+			if p.CPUMsPerFailure <= 0 || p.AllocsPerFailure <= 0 || p.GoroutinesPeak <= 0 {
+				t.Errorf("%s, %s process: CPU %v ms, %v allocations per failure, %d goroutines at peak: not measured",
+					r.Pattern, p.Role, p.CPUMsPerFailure, p.AllocsPerFailure, p.GoroutinesPeak)
+			}
+			cpu += p.CPUMsPerFailure
+			allocs += p.AllocsPerFailure
+			peak += p.GoroutinesPeak
+		}
+		if !near(cpu, r.CPUMsPerFailure) || !near(allocs, r.AllocsPerFailure) || peak != r.GoroutinesPeak || peak < n {
+			t.Errorf("%s: CPU %v ms, %v allocations, %d goroutines are not the processes' sums %v, %v, %d",
+				r.Pattern, r.CPUMsPerFailure, r.AllocsPerFailure, r.GoroutinesPeak, cpu, allocs, peak)
+		}
+	}
+	started.Lock()
+	pids := started.pids[before:]
+	started.Unlock()
+	if len(pids) != 4 {
+		t.Errorf("%d children started, want an edge and a backend per pattern", len(pids))
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); err == nil {
+			t.Errorf("child %d is still running after the run", pid)
+		}
+	}
+}
+
+func near(a, b float64) bool { return a-b < 1e-6 && b-a < 1e-6 }
+
+// TestChildFailing: a child that cannot start is an error naming its role
+// and saying what the child said.
+func TestChildFailing(t *testing.T) {
+	_, err := startChild("edge", "nonsense", 1, time.Second, "")
+	if err == nil {
+		t.Fatal("an edge of an unknown pattern started")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "the edge process did not start") || !strings.Contains(msg, "unknown pattern") {
+		t.Errorf("the error says %q, which does not name the role and the cause", msg)
+	}
+	if _, err := chooseProcs("sometimes", 1, 1); err == nil {
+		t.Error("-procs sometimes was accepted")
 	}
 }
