@@ -336,7 +336,9 @@ func (o *Op) execute(ctx context.Context, r reading, dec Admission, ro runOpts, 
 	elapsed := end.Sub(r.now)
 	outcome := classify(actx, err, o.Expired)
 	cancel()
-	if outcome == OutcomeFailed && serverRefused(err) {
+	if err != nil && serverRefused(err) {
+		// Whatever its outcome: the adapters' shed answers also match
+		// context.DeadlineExceeded, which reads as an expiry.
 		o.refusedAt(mono(end), o.adm.inflight.Load()) // this attempt still counts as in flight
 	}
 	o.ended(mono(r.now), mono(end), elapsed, outcome, dec.Probe)

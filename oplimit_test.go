@@ -210,6 +210,11 @@ func TestLearnedLimitReadsRefusalsAsClassified(t *testing.T) {
 		"Permanent, unclassified":            budget.Permanent(errFull),
 		"RetryAfter over ServerRefused":      budget.RetryAfter(budget.MarkSent(errFull, budget.ServerRefused), time.Second),
 		"ServerRefused with a bad inner one": budget.MarkSent(sentAs(99), budget.ServerRefused),
+		// The adapters' shed answers: httpbudget's "upstream refused:
+		// budget spent" and grpcbudget's DEADLINE_EXCEEDED with the shed
+		// trailer also match context.DeadlineExceeded, which makes the
+		// attempt's outcome an expiry; they are refusals all the same.
+		"ServerRefused over a deadline": budget.DoNotRetry(fmt.Errorf("upstream refused: %w", context.DeadlineExceeded), budget.ServerRefused),
 	}
 	for name, refusal := range errs {
 		t.Run(name, func(t *testing.T) {

@@ -89,3 +89,58 @@ func TestTransportAdmitsByTheStagesOp(t *testing.T) {
 		t.Fatalf("the op observed %d attempts (%+v), want the 2 admitted ones, completed", len(attempts), attempts)
 	}
 }
+
+// A Transport's op with no Limit learns one from the server's shed
+// answers (a refusal on arrival, which also reads as an expiry): once the
+// server refused a request for its own Limit, the next request beyond the
+// learned limit is refused at home, never sent. Before, the op read the
+// shed answer as an expiry and learned nothing: every request went.
+func TestTransportLearnsALimitFromShedAnswers(t *testing.T) {
+	release, entered := make(chan struct{}), make(chan struct{}, 1)
+	server := &budget.Op{Name: "server", Limit: 1}
+	srv := httptest.NewServer(httpbudget.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}), edge.WithAdmission(func(string) *budget.Op { return server })))
+	defer srv.Close()
+	base := srv.Client().Transport.(*http.Transport).Clone()
+	defer base.CloseIdleConnections()
+	var sent atomic.Int64
+	op := &budget.Op{Name: "backend"}
+	client := &http.Client{Transport: httpbudget.NewTransport(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		sent.Add(1)
+		return base.RoundTrip(r)
+	}), edge.WithClientStage("backend"), edge.WithAdmission(edge.Ops{"backend": op}.Op))}
+	get := func() error {
+		ctx, cancel := budget.Start(context.Background(), 5*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err
+	}
+	held := make(chan error, 1)
+	go func() { held <- get() }()
+	<-entered // the server's one slot is taken
+	if s, _ := budget.SentOf(get()); s != budget.ServerRefused {
+		close(release)
+		t.Fatalf("the second request: %v, want the server's shed answer", s)
+	}
+	before := sent.Load()
+	err := get()
+	if s, _ := budget.SentOf(err); !errors.Is(err, budget.ErrInsufficient) || s != budget.NotSent {
+		t.Errorf("the request after the shed answer: %v (%v), want refused at home, not sent", err, s)
+	}
+	if n := sent.Load() - before; n != 0 {
+		t.Errorf("%d requests sent after the shed answer with one in flight, want 0", n)
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Errorf("the held request: %v", err)
+	}
+}
