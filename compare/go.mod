@@ -4,8 +4,8 @@ go 1.26.0
 
 require (
 	github.com/failsafe-go/failsafe-go v0.9.8
-	github.com/timebudget/budget v0.7.0
-	github.com/timebudget/budget/grpcbudget v0.7.0
+	github.com/timebudget/budget v0.7.1
+	github.com/timebudget/budget/grpcbudget v0.7.1
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.85.0
 )

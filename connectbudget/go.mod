@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	connectrpc.com/connect v1.21.1
-	github.com/timebudget/budget v0.7.0
+	github.com/timebudget/budget v0.7.1
 	go.uber.org/goleak v1.3.0
 )
 

@@ -5,10 +5,10 @@ go 1.26.0
 require (
 	connectrpc.com/connect v1.21.1
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/timebudget/budget v0.7.0
-	github.com/timebudget/budget/grpcbudget v0.7.0
-	github.com/timebudget/budget/otelbudget v0.7.0
-	github.com/timebudget/budget/pgxbudget v0.7.0
+	github.com/timebudget/budget v0.7.1
+	github.com/timebudget/budget/grpcbudget v0.7.1
+	github.com/timebudget/budget/otelbudget v0.7.1
+	github.com/timebudget/budget/pgxbudget v0.7.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	go.uber.org/goleak v1.3.0
@@ -24,8 +24,8 @@ require (
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/rabbitmq/amqp091-go v1.16.0
-	github.com/timebudget/budget/amqpbudget v0.7.0
-	github.com/timebudget/budget/connectbudget v0.7.0
+	github.com/timebudget/budget/amqpbudget v0.7.1
+	github.com/timebudget/budget/connectbudget v0.7.1
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect

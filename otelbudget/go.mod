@@ -3,7 +3,7 @@ module github.com/timebudget/budget/otelbudget
 go 1.26.0
 
 require (
-	github.com/timebudget/budget v0.7.0
+	github.com/timebudget/budget v0.7.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0

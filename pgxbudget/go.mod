@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/timebudget/budget v0.7.0
+	github.com/timebudget/budget v0.7.1
 	go.uber.org/goleak v1.3.0
 )
 

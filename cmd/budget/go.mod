@@ -5,10 +5,10 @@ go 1.26.0
 require (
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/timebudget/budget v0.7.0
-	github.com/timebudget/budget/compare v0.7.0
-	github.com/timebudget/budget/grpcbudget v0.7.0
-	github.com/timebudget/budget/pgxbudget v0.7.0
+	github.com/timebudget/budget v0.7.1
+	github.com/timebudget/budget/compare v0.7.1
+	github.com/timebudget/budget/grpcbudget v0.7.1
+	github.com/timebudget/budget/pgxbudget v0.7.1
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/tools v0.52.0

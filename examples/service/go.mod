@@ -4,9 +4,9 @@ go 1.26.0
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/timebudget/budget v0.7.0
-	github.com/timebudget/budget/grpcbudget v0.7.0
-	github.com/timebudget/budget/pgxbudget v0.7.0
+	github.com/timebudget/budget v0.7.1
+	github.com/timebudget/budget/grpcbudget v0.7.1
+	github.com/timebudget/budget/pgxbudget v0.7.1
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.85.0
 )

@@ -4,8 +4,8 @@ go 1.26.0
 
 require (
 	github.com/prometheus/client_golang v1.25.0
-	github.com/timebudget/budget v0.7.0
-	github.com/timebudget/budget/otelbudget v0.7.0
+	github.com/timebudget/budget v0.7.1
+	github.com/timebudget/budget/otelbudget v0.7.1
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.72.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/prometheus v0.69.0
