@@ -39,7 +39,12 @@ var (
 //     with 3 s left. An item can finish when it has more time left than the
 //     consumer's service time the queue has learned (below); an item with no
 //     deadline takes its place as if due Interval after it was put. When no
-//     item can finish, Get hands out the one with the most time left.
+//     item can finish, Get hands out the one with the most time left. But
+//     while every item held would finish in time even if served last (each
+//     has more left than the service time plus the learned interval between
+//     hand-outs for every item held), order costs no item its deadline, and
+//     Get serves the oldest, of whatever class: the longest wait, the tail
+//     a caller sees, stays as short as a plain FIFO's.
 //   - The queue learns the service time from the interval between two
 //     hand-outs while items kept waiting (all consumers were busy), times
 //     the most consumers it has seen waiting at once, plus twice the
@@ -53,8 +58,9 @@ var (
 //     admitted this way is refused no longer by a bound of its own: only its
 //     deadline, and the items due before it, can drop it.
 //   - Under load the lower classes go first: while the queue is standing
-//     (below), Get serves the most critical class that has an item able to
-//     finish, and Put counts every item of a more critical class as ahead.
+//     (below) and its items do not all fit, Get serves the most critical
+//     class that has an item able to finish, and Put counts every item of
+//     a more critical class as ahead.
 //
 // So a queue under overload holds the items it can serve in time, serves
 // them just in time, short budgets first, and refuses the rest at once: a

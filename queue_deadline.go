@@ -70,12 +70,16 @@ func (q *Queue[T]) unservableAny(now time.Time) (int, int, error) {
 }
 
 // pickByDeadline returns the class ring and position of the item Get hands
-// out in deadline mode: the earliest deadline among the items that can
-// still finish, in the most critical class that has one while the queue is
-// standing, across classes otherwise; when no item can finish, the one with
-// the most time left.
+// out in deadline mode: the oldest item while every item held would finish
+// in time even if served last; otherwise the earliest deadline among the
+// items that can still finish, in the most critical class that has one
+// while the queue is standing, across classes otherwise; when no item can
+// finish, the one with the most time left.
 func (q *Queue[T]) pickByDeadline(now time.Time) (int, int) {
 	s := q.service()
+	if i, ok := q.allFit(now, s); ok {
+		return i, 0
+	}
 	standing := q.standing(now)
 	bi, bk := -1, -1
 	var best time.Time
@@ -147,4 +151,33 @@ func (q *Queue[T]) removeAt(i, k int, now time.Time) queued[T] {
 		q.lastEmpty, q.stood, q.backlog = now, false, false
 	}
 	return e
+}
+
+// allFit reports whether every item held would be served in time whatever
+// the order: each has more time left than the service time s plus the
+// learned interval between hand-outs for every item held. When so, the
+// order cannot cost an item its deadline, and serving the oldest first
+// keeps the longest wait (the tail a caller sees) shortest, where deadline
+// or class order would hold long-budget or low-class items back for
+// nothing. Before the queue has learned its service time it cannot tell,
+// and reports false. It returns the class ring whose front is the oldest item.
+func (q *Queue[T]) allFit(now time.Time, s time.Duration) (int, bool) {
+	if q.gap == 0 {
+		return -1, false // nothing learned: no telling what fits
+	}
+	need := s + time.Duration(q.n)*q.gap
+	oldest := -1
+	var at time.Time
+	for i := range q.items {
+		r := &q.items[i]
+		for k := range r.n {
+			if e := r.at(k); !e.due.IsZero() && e.due.Sub(now) <= need {
+				return -1, false
+			}
+		}
+		if r.n > 0 && (oldest < 0 || r.front().at.Before(at)) {
+			oldest, at = i, r.front().at
+		}
+	}
+	return oldest, oldest >= 0
 }

@@ -173,3 +173,67 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
+
+// While every item held would be served in time whatever the order, a
+// deadline-driven queue serves the oldest first, even standing and with
+// more critical items behind it: holding a sheddable item back behind
+// critical ones that can all wait only lengthens its wait, which is the
+// tail its caller sees. (Before, a standing queue served the critical items
+// first whatever the time left, and at 0.8 times capacity in the overload
+// harness budget's p99 was twice no protection's: 132-140 ms against
+// 67-68 ms.)
+func TestQueueServesOldestWhileEveryItemFits(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := &budget.Queue[string]{}
+		long, c1 := budget.Start(context.Background(), time.Hour)
+		defer c1()
+		for range 20 { // a backlog served at one item per 10 ms
+			_ = q.Put(long, "x")
+			_ = q.Put(long, "x")
+			if _, _, err := q.Get(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		for q.Stats().Len > 0 {
+			_, _, _ = q.Get(context.Background())
+			time.Sleep(10 * time.Millisecond)
+		}
+		shed, c2 := budget.Start(budget.WithCriticality(context.Background(), budget.Sheddable), time.Hour)
+		defer c2()
+		crit, c3 := budget.Start(budget.WithCriticality(context.Background(), budget.Critical), time.Hour)
+		defer c3()
+		_ = q.Put(shed, "sheddable")
+		time.Sleep(10 * time.Millisecond)
+		_ = q.Put(crit, "critical-1")
+		_ = q.Put(crit, "critical-2")
+		time.Sleep(150 * time.Millisecond) // non-empty past Interval, oldest waiting past 5 ms
+		if !q.Stats().Standing {
+			t.Fatal("the queue should be standing")
+		}
+		var got []string
+		for range 3 {
+			v, _, err := q.Get(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, v)
+		}
+		if want := []string{"sheddable", "critical-1", "critical-2"}; !equal(got, want) {
+			t.Fatalf("served %v, want the oldest first: %v", got, want)
+		}
+
+		// When they do not all fit, the critical items go first again.
+		for range 40 {
+			_ = q.Put(shed, "sheddable")
+		}
+		tight, c4 := budget.Start(budget.WithCriticality(context.Background(), budget.Critical), 300*time.Millisecond)
+		defer c4()
+		_ = q.Put(tight, "critical-tight")
+		time.Sleep(150 * time.Millisecond)
+		if v, _, _ := q.Get(context.Background()); v != "critical-tight" {
+			t.Fatalf("got %q with 41 items of 10 ms held and 150 ms left to the critical one: want it first", v)
+		}
+	})
+}
