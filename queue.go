@@ -60,13 +60,7 @@ var (
 //   - Under load the lower classes go first: while the queue is standing
 //     (below) and its items do not all fit, Get serves the most critical
 //     class that has an item able to finish, and Put counts every item of
-//     a more critical class as ahead, held or yet to come: the queue
-//     learns the rate at which each class is put (a moving average of the
-//     interval between puts, no faster than the silence since the last
-//     one), and when items of more critical classes take a share h of its
-//     consumers' time, the wait for the items ahead stretches to 1/(1−h)
-//     of it (at most tenfold). An item admitted is then served, not
-//     dropped at its deadline after a wait Put did not foresee.
+//     a more critical class as ahead.
 //
 // So a queue under overload holds the items it can serve in time, serves
 // them just in time, short budgets first, and refuses the rest at once: a
@@ -175,13 +169,11 @@ type Queue[T any] struct {
 	wait      [3]time.Duration // moving average of the wait of items handed out, per class
 	stats     QueueStats
 	// Deadline mode (Target zero): what the queue learns of its consumers.
-	gap       time.Duration    // moving average of the interval between hand-outs from a backlog
-	gapDev    time.Duration    // moving average of its deviation
-	lastOut   time.Time        // when an item was last handed out
-	backlog   bool             // items waited when it was, and have since
-	consumers int              // the most consumers seen waiting at once
-	lastPut   [3]time.Time     // per class ring: when an item was last put
-	putGap    [3]time.Duration // per class ring: moving average of the interval between puts
+	gap       time.Duration // moving average of the interval between hand-outs from a backlog
+	gapDev    time.Duration // moving average of its deviation
+	lastOut   time.Time     // when an item was last handed out
+	backlog   bool          // items waited when it was, and have since
+	consumers int           // the most consumers seen waiting at once
 }
 
 type queued[T any] struct {
@@ -263,7 +255,6 @@ func (q *Queue[T]) Put(ctx context.Context, item T) error {
 		}
 	}
 	q.push(class, queued[T]{ctx: ctx, item: item, at: now, remaining: r.remaining, bound: bound, due: due}, now)
-	q.learnArrival(int(class+1), now)
 	q.stats.Put++
 	if len(q.waiters) > 0 {
 		w := q.waiters[0]

@@ -141,44 +141,7 @@ func (q *Queue[T]) expectedByDeadline(c Criticality, due, now time.Time) time.Du
 			}
 		}
 	}
-	wait := time.Duration(ahead) * q.gap
-	if standing {
-		// Items of a more critical class put while this one waits go
-		// before it too: at a share hi of the consumers' time, the items
-		// ahead stretch to wait/(1-hi) (at most tenfold).
-		wait = time.Duration(float64(wait) / (1 - min(q.preempting(c, now), 0.9)))
-	}
-	return wait
-}
-
-// learnArrival records that an item was put in class ring i at now: a
-// moving average (over about eight) of the interval between two puts of
-// the class.
-func (q *Queue[T]) learnArrival(i int, now time.Time) {
-	if last := q.lastPut[i]; !last.IsZero() {
-		d := now.Sub(last)
-		if q.putGap[i] == 0 {
-			q.putGap[i] = d
-		} else {
-			q.putGap[i] += (d - q.putGap[i]) / 8
-		}
-	}
-	q.lastPut[i] = now
-}
-
-// preempting is the share of the consumers' time that items of classes
-// more critical than c, put from now on, will take: the rate at which each
-// such class is put (from the learned interval between its puts, and no
-// faster than its silence since the last one allows) times the learned
-// interval between hand-outs.
-func (q *Queue[T]) preempting(c Criticality, now time.Time) float64 {
-	hi := 0.0
-	for i := int(c) + 2; i < len(q.items); i++ {
-		if q.putGap[i] > 0 {
-			hi += float64(q.gap) / float64(max(q.putGap[i], now.Sub(q.lastPut[i])))
-		}
-	}
-	return hi
+	return time.Duration(ahead) * q.gap
 }
 
 // removeAt takes the item at position k of class ring i.
