@@ -73,9 +73,11 @@ func TestHarnessSmall(t *testing.T) {
 			t.Errorf("implausible run %+v", r)
 		}
 		// 27 per request, unless a busy machine made an attempt outlast
-		// the client timeout.
-		if r.Variant == "naive" && r.Fault == faultFail && (r.CallsAtBottom > 27*6 || r.CallsAtBottom < 18*6) {
-			t.Errorf("naive retries under %s: %d calls, want about 27 per request", r.Fault, r.CallsAtBottom)
+		// the client timeout (one CI run measured 97 in all, 16 a
+		// request): more than 9 a request still shows retries multiplying
+		// at more than one hop, and never more than 27.
+		if r.Variant == "naive" && r.Fault == faultFail && (r.CallsAtBottom > 27*6 || r.CallsAtBottom <= 9*6) {
+			t.Errorf("naive retries under %s: %d calls, want more than 9 and at most 27 per request", r.Fault, r.CallsAtBottom)
 		}
 		if r.Fault != faultPayment && r.Duplicates != 0 {
 			t.Errorf("side effects counted under %s: %+v", r.Fault, r)
