@@ -39,6 +39,26 @@ func TestQueueServesEarliestDeadlineFirst(t *testing.T) {
 	})
 }
 
+// learnTenMillisecondService has q serve a backlog at one item per 10 ms,
+// in a synctest bubble, and then empties it: q has learned that service.
+func learnTenMillisecondService(t *testing.T, q *budget.Queue[string]) {
+	t.Helper()
+	long, cancel := budget.Start(context.Background(), time.Hour)
+	defer cancel()
+	for range 20 {
+		_ = q.Put(long, "x")
+		_ = q.Put(long, "x")
+		if _, _, err := q.Get(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for q.Stats().Len > 0 {
+		_, _, _ = q.Get(context.Background())
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // A zero Target learns how long its consumer keeps an item (the interval
 // between hand-outs while items wait): it then skips an item that has less
 // than that left for one that can still finish, and Put refuses an item
@@ -47,20 +67,7 @@ func TestQueueLearnsServiceTimeAndServesFeasibleFirst(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		q := &budget.Queue[string]{}
-		long, c1 := budget.Start(context.Background(), time.Hour)
-		defer c1()
-		for range 20 { // a backlog served at one item per 10 ms
-			_ = q.Put(long, "x")
-			_ = q.Put(long, "x")
-			if _, _, err := q.Get(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		for q.Stats().Len > 0 {
-			_, _, _ = q.Get(context.Background())
-			time.Sleep(10 * time.Millisecond)
-		}
+		learnTenMillisecondService(t, q)
 		tight, c2 := budget.Start(context.Background(), 25*time.Millisecond)
 		defer c2()
 		roomy, c3 := budget.Start(context.Background(), 200*time.Millisecond)
@@ -186,20 +193,7 @@ func TestQueueServesOldestWhileEveryItemFits(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		q := &budget.Queue[string]{}
-		long, c1 := budget.Start(context.Background(), time.Hour)
-		defer c1()
-		for range 20 { // a backlog served at one item per 10 ms
-			_ = q.Put(long, "x")
-			_ = q.Put(long, "x")
-			if _, _, err := q.Get(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		for q.Stats().Len > 0 {
-			_, _, _ = q.Get(context.Background())
-			time.Sleep(10 * time.Millisecond)
-		}
+		learnTenMillisecondService(t, q)
 		shed, c2 := budget.Start(budget.WithCriticality(context.Background(), budget.Sheddable), time.Hour)
 		defer c2()
 		crit, c3 := budget.Start(budget.WithCriticality(context.Background(), budget.Critical), time.Hour)
