@@ -58,9 +58,13 @@ var (
 //     admitted this way is refused no longer by a bound of its own: only its
 //     deadline, and the items due before it, can drop it.
 //   - Under load the lower classes go first: while the queue is standing
-//     (below) and its items do not all fit, Get serves the most critical
-//     class that has an item able to finish, and Put counts every item of
-//     a more critical class as ahead.
+//     (below) and deadline order would not serve in time every item that
+//     can still finish (the one served after j others needs more left than
+//     the service time plus j intervals between hand-outs), Get serves the
+//     most critical class that has an item able to finish, and Put counts
+//     every item of a more critical class as ahead. While deadline order
+//     serves them all in time, class order would only hold the lower
+//     classes back for nothing, and the queue keeps deadline order.
 //
 // So a queue under overload holds the items it can serve in time, serves
 // them just in time, short budgets first, and refuses the rest at once: a
@@ -174,6 +178,7 @@ type Queue[T any] struct {
 	lastOut   time.Time     // when an item was last handed out
 	backlog   bool          // items waited when it was, and have since
 	consumers int           // the most consumers seen waiting at once
+	scratch   []byDeadline  // inTimeByDeadline's buffer
 }
 
 type queued[T any] struct {

@@ -1,6 +1,10 @@
 package budget
 
-import "time"
+import (
+	"cmp"
+	"slices"
+	"time"
+)
 
 // The deadline-driven mode of a [Queue], the mode of a zero Target. See the
 // Queue doc for what it does; this file is how.
@@ -73,14 +77,15 @@ func (q *Queue[T]) unservableAny(now time.Time) (int, int, error) {
 // out in deadline mode: the oldest item while every item held would finish
 // in time even if served last; otherwise the earliest deadline among the
 // items that can still finish, in the most critical class that has one
-// while the queue is standing, across classes otherwise; when no item can
+// while the queue is standing and deadline order would not serve every
+// such item in time, across classes otherwise; when no item can
 // finish, the one with the most time left.
 func (q *Queue[T]) pickByDeadline(now time.Time) (int, int) {
 	s := q.service()
 	if i, ok := q.allFit(now, s); ok {
 		return i, 0
 	}
-	standing := q.standing(now)
+	standing := q.standing(now) && !q.inTimeByDeadline(now, s, nil)
 	bi, bk := -1, -1
 	var best time.Time
 	for i := len(q.items) - 1; i >= 0; i-- {
@@ -116,14 +121,15 @@ func (q *Queue[T]) pickByDeadline(now time.Time) (int, int) {
 // expectedByDeadline is the wait Put expects in deadline mode for an item
 // of class c due at due: the learned interval between hand-outs for each
 // item that would be served before it (those that can finish and are due
-// earlier, and while the queue is standing every one of a more critical
-// class).
+// earlier, and while the queue is standing and deadline order would not
+// serve every item in time, the new one included, every one of a more
+// critical class).
 func (q *Queue[T]) expectedByDeadline(c Criticality, due, now time.Time) time.Duration {
 	if q.gap == 0 {
 		return 0
 	}
 	s := q.service()
-	standing := q.standing(now)
+	standing := q.standing(now) && !q.inTimeByDeadline(now, s, &due)
 	ahead := 0
 	for i := range q.items {
 		r := &q.items[i]
@@ -180,4 +186,54 @@ func (q *Queue[T]) allFit(now time.Time, s time.Duration) (int, bool) {
 		}
 	}
 	return oldest, oldest >= 0
+}
+
+// inTimeByDeadline reports whether, served in deadline order, every item
+// held that can still finish would finish in time: the one served after j
+// others has more than the service time s plus j learned intervals between
+// hand-outs left. With due not nil it counts a new item due at *due (zero
+// for no deadline) as held too. While so, class order would only delay the
+// less critical items for nothing, so it gives way to deadline order. Items
+// that can no longer finish are left out: they are lost whatever the order.
+// It sorts the items' times left in a buffer the queue keeps, so it
+// allocates only when the queue holds more items than it ever has.
+func (q *Queue[T]) inTimeByDeadline(now time.Time, s time.Duration, due *time.Time) bool {
+	if q.gap == 0 {
+		return false // nothing learned: no telling what fits
+	}
+	left := q.scratch[:0]
+	add := func(key, d time.Time) {
+		// An item with no deadline takes its place by key, and cannot be late.
+		left = append(left, byDeadline{key.Sub(now), d.IsZero()})
+	}
+	for i := range q.items {
+		r := &q.items[i]
+		for k := range r.n {
+			if e := r.at(k); q.feasible(&e, now, s) {
+				add(q.key(&e), e.due)
+			}
+		}
+	}
+	if due != nil {
+		key := *due
+		if key.IsZero() {
+			key = now.Add(q.interval())
+		}
+		add(key, *due)
+	}
+	q.scratch = left
+	slices.SortFunc(left, func(a, b byDeadline) int { return cmp.Compare(a.left, b.left) })
+	for j, e := range left {
+		if !e.none && e.left <= s+time.Duration(j)*q.gap {
+			return false
+		}
+	}
+	return true
+}
+
+// byDeadline is an item's place in deadline order: the time to its key, and
+// whether it has no deadline to meet.
+type byDeadline struct {
+	left time.Duration
+	none bool
 }
