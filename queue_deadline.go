@@ -1,10 +1,6 @@
 package budget
 
-import (
-	"cmp"
-	"slices"
-	"time"
-)
+import "time"
 
 // The deadline-driven mode of a [Queue], the mode of a zero Target. See the
 // Queue doc for what it does; this file is how.
@@ -195,22 +191,65 @@ func (q *Queue[T]) allFit(now time.Time, s time.Duration) (int, bool) {
 // for no deadline) as held too. While so, class order would only delay the
 // less critical items for nothing, so it gives way to deadline order. Items
 // that can no longer finish are left out: they are lost whatever the order.
-// It sorts the items' times left in a buffer the queue keeps, so it
-// allocates only when the queue holds more items than it ever has.
+//
+// It ranks without sorting, in time linear in the items held: the times
+// left that could be late at some rank (at most s plus one interval per
+// item) are counted in buckets one interval wide, and an item is taken to
+// be served after every item of its own bucket and the earlier ones. That
+// can only overstate an item's rank, so the answer errs toward class
+// order. The counts live in a buffer the queue keeps, so it allocates only
+// when the queue holds more items than it ever has.
 func (q *Queue[T]) inTimeByDeadline(now time.Time, s time.Duration, due *time.Time) bool {
 	if q.gap == 0 {
 		return false // nothing learned: no telling what fits
 	}
-	left := q.scratch[:0]
-	add := func(key, d time.Time) {
-		// An item with no deadline takes its place by key, and cannot be late.
-		left = append(left, byDeadline{key.Sub(now), d.IsZero()})
+	m := q.n
+	if due != nil {
+		m++
 	}
+	if cap(q.buckets) < m {
+		q.buckets = make([]int32, m)
+	}
+	buckets := q.buckets[:m]
+	clear(buckets)
+	// bucket returns the bucket of an item whose key is left away, or -1
+	// for one that is on time at any rank (and after every item that is not).
+	bucket := func(left time.Duration) int {
+		b := (left - s) / q.gap
+		switch {
+		case b >= time.Duration(m):
+			return -1
+		case b < 0:
+			return 0
+		}
+		return int(b)
+	}
+	q.eachInDeadlineOrder(now, s, due, func(left time.Duration, _ bool) {
+		if b := bucket(left); b >= 0 {
+			buckets[b]++
+		}
+	})
+	for b := 1; b < m; b++ {
+		buckets[b] += buckets[b-1]
+	}
+	late := false
+	q.eachInDeadlineOrder(now, s, due, func(left time.Duration, deadline bool) {
+		if b := bucket(left); deadline && b >= 0 && left <= s+time.Duration(buckets[b]-1)*q.gap {
+			late = true
+		}
+	})
+	return !late
+}
+
+// eachInDeadlineOrder calls f, for every item held that can still finish and
+// for a new item due at *due when due is not nil, with the time from now to
+// its key (its place in deadline order) and whether it has a deadline.
+func (q *Queue[T]) eachInDeadlineOrder(now time.Time, s time.Duration, due *time.Time, f func(left time.Duration, deadline bool)) {
 	for i := range q.items {
 		r := &q.items[i]
 		for k := range r.n {
 			if e := r.at(k); q.feasible(&e, now, s) {
-				add(q.key(&e), e.due)
+				f(q.key(&e).Sub(now), !e.due.IsZero())
 			}
 		}
 	}
@@ -219,21 +258,6 @@ func (q *Queue[T]) inTimeByDeadline(now time.Time, s time.Duration, due *time.Ti
 		if key.IsZero() {
 			key = now.Add(q.interval())
 		}
-		add(key, *due)
+		f(key.Sub(now), !due.IsZero())
 	}
-	q.scratch = left
-	slices.SortFunc(left, func(a, b byDeadline) int { return cmp.Compare(a.left, b.left) })
-	for j, e := range left {
-		if !e.none && e.left <= s+time.Duration(j)*q.gap {
-			return false
-		}
-	}
-	return true
-}
-
-// byDeadline is an item's place in deadline order: the time to its key, and
-// whether it has no deadline to meet.
-type byDeadline struct {
-	left time.Duration
-	none bool
 }
