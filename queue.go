@@ -65,6 +65,14 @@ var (
 //     every item of a more critical class as ahead. While deadline order
 //     serves them all in time, class order would only hold the lower
 //     classes back for nothing, and the queue keeps deadline order.
+//   - Parts of one request go together: once Get has handed out an item,
+//     it serves next the items of the same class due within a millisecond
+//     of it (the calls a [Gather] makes at once carry one deadline and one
+//     class), before the item its rules would pick, as long as that one can
+//     wait one more hand-out; and Put expects, for such an item, only the
+//     wait of the parts already held. Class order would otherwise let
+//     later, more critical items push the remaining parts past their
+//     deadline, and the work done on the first would be lost.
 //
 // So a queue under overload holds the items it can serve in time, serves
 // them just in time, short budgets first, and refuses the rest at once: a
@@ -176,12 +184,14 @@ type Queue[T any] struct {
 	wait      [3]time.Duration // moving average of the wait of items handed out, per class
 	stats     QueueStats
 	// Deadline mode (Target zero): what the queue learns of its consumers.
-	gap       time.Duration // moving average of the interval between hand-outs from a backlog
-	gapDev    time.Duration // moving average of its deviation
-	lastOut   time.Time     // when an item was last handed out
-	backlog   bool          // items waited when it was, and have since
-	consumers int           // the most consumers seen waiting at once
-	buckets   []int32       // inTimeByDeadline's counts
+	gap        time.Duration // moving average of the interval between hand-outs from a backlog
+	gapDev     time.Duration // moving average of its deviation
+	lastOut    time.Time     // when an item was last handed out
+	backlog    bool          // items waited when it was, and have since
+	consumers  int           // the most consumers seen waiting at once
+	buckets    []int32       // inTimeByDeadline's counts
+	group      time.Time     // the deadline of the last item pickFirst picked; zero for none
+	groupClass int           // and its class ring
 }
 
 type queued[T any] struct {

@@ -70,7 +70,11 @@ func (q *Queue[T]) unservableAny(now time.Time) (int, int, error) {
 }
 
 // pickByDeadline returns the class ring and position of the item Get hands
-// out in deadline mode: the oldest item while every item held would finish
+// out in deadline mode: an item of the class of the last one it picked by
+// the rules below, due with it and able to finish (the other calls of the
+// same request, most often: see sibling), as long as the item the rules
+// pick can wait one more hand-out; otherwise the oldest item while
+// every item held would finish
 // in time even if served last; otherwise the earliest deadline among the
 // items that can still finish, in the most critical class that has one
 // while the queue is standing and deadline order would not serve every
@@ -78,6 +82,56 @@ func (q *Queue[T]) unservableAny(now time.Time) (int, int, error) {
 // finish, the one with the most time left.
 func (q *Queue[T]) pickByDeadline(now time.Time) (int, int) {
 	s := q.service()
+	i, k := q.pickFirst(now, s)
+	if i < 0 {
+		return i, k
+	}
+	e := q.items[i].at(k)
+	if si, sk := q.sibling(now, s); si >= 0 && (e.due.IsZero() || e.due.Sub(now) > s+q.gap) {
+		return si, sk // the first choice can wait one hand-out more
+	}
+	q.group, q.groupClass = e.due, i
+	return i, k
+}
+
+// siblingSpread is how far apart the deadlines of items taken for parts of
+// one request (the calls of a fan-out) may be: the same deadline, read on
+// arrival by each call.
+const siblingSpread = time.Millisecond
+
+// sibling returns the class ring and position of an item of the class of
+// the last item Get picked by its rules, due within siblingSpread of it,
+// that can still finish; -1 when there is none. Such items are most often
+// the other parts of the same request (the calls a Gather makes at once
+// carry one deadline and one class): once one part's work is done, serving
+// the others next keeps it from having been done for nothing, where class
+// order would let later, more critical items push them past their deadline.
+func (q *Queue[T]) sibling(now time.Time, s time.Duration) (int, int) {
+	if q.group.IsZero() {
+		return -1, -1
+	}
+	r := &q.items[q.groupClass]
+	for k := range r.n {
+		if e := r.at(k); q.ofGroup(q.groupClass, e.due) && q.feasible(&e, now, s) {
+			return q.groupClass, k
+		}
+	}
+	return -1, -1
+}
+
+// ofGroup reports whether an item of class ring i due at due shares the
+// class and the deadline of the last item pickFirst picked.
+func (q *Queue[T]) ofGroup(i int, due time.Time) bool {
+	if q.group.IsZero() || due.IsZero() || i != q.groupClass {
+		return false
+	}
+	d := due.Sub(q.group)
+	return d <= siblingSpread && d >= -siblingSpread
+}
+
+// pickFirst is pickByDeadline's choice by its rules, the items sharing a
+// deadline with the last one left aside.
+func (q *Queue[T]) pickFirst(now time.Time, s time.Duration) (int, int) {
 	if i, ok := q.allFit(now, s); ok {
 		return i, 0
 	}
@@ -116,7 +170,8 @@ func (q *Queue[T]) pickByDeadline(now time.Time) (int, int) {
 
 // expectedByDeadline is the wait Put expects in deadline mode for an item
 // of class c due at due: the learned interval between hand-outs for each
-// item that would be served before it (those that can finish and are due
+// item that would be served before it (for a part of the request Get is
+// serving, the parts already held; otherwise those that can finish and are due
 // earlier, and while the queue is standing and deadline order would not
 // serve every item in time, the new one included, every one of a more
 // critical class).
@@ -125,6 +180,18 @@ func (q *Queue[T]) expectedByDeadline(c Criticality, due, now time.Time) time.Du
 		return 0
 	}
 	s := q.service()
+	if q.ofGroup(int(c+1), due) {
+		// A part of the request Get is serving: it goes next, after the
+		// parts already held.
+		ahead := 0
+		r := &q.items[q.groupClass]
+		for k := range r.n {
+			if e := r.at(k); q.ofGroup(q.groupClass, e.due) && q.feasible(&e, now, s) {
+				ahead++
+			}
+		}
+		return time.Duration(ahead) * q.gap
+	}
 	standing := q.standing(now) && !q.inTimeByDeadline(now, s, &due)
 	ahead := 0
 	for i := range q.items {

@@ -219,8 +219,10 @@ func TestQueueServesOldestWhileEveryItemFits(t *testing.T) {
 		}
 
 		// When they do not all fit, the critical items go first again.
-		for range 40 {
-			_ = q.Put(shed, "sheddable")
+		for k := range 40 { // 40 requests, each due a millisecond after the last
+			ctx, c := budget.Start(budget.WithCriticality(context.Background(), budget.Sheddable), time.Hour+time.Duration(k+2)*time.Millisecond)
+			defer c()
+			_ = q.Put(ctx, "sheddable")
 		}
 		tight, c4 := budget.Start(budget.WithCriticality(context.Background(), budget.Critical), 300*time.Millisecond)
 		defer c4()
@@ -283,6 +285,68 @@ func TestQueueKeepsDeadlineOrderWhileItServesEveryItemInTime(t *testing.T) {
 		defer c4()
 		if err := q.Put(soon, "sheddable"); !errors.Is(err, budget.ErrInsufficient) {
 			t.Fatalf("Put of a sheddable item behind 40 critical ones that cannot all finish: %v; want ErrInsufficient", err)
+		}
+	})
+}
+
+// Once a standing queue has handed out one of several items that share a
+// deadline and a class (the calls one request's Gather makes at once), it
+// serves the others next, before more critical items that can wait, so the
+// work done on the first is not lost when class order would push the rest
+// past their deadline. (Before, class order served the critical items
+// first, and on the overload harness's fan-out workload at 3 times
+// capacity 11 % of the backend's work went to requests not answered in
+// budget, one call of three dropped after its siblings' work was done.)
+// A more critical item that cannot wait one more hand-out still goes first.
+func TestQueueServesTheSiblingsOfAnItemNext(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := &budget.Queue[string]{}
+		learnTenMillisecondService(t, q)
+		req, c1 := budget.Start(context.Background(), 300*time.Millisecond)
+		defer c1()
+		for _, part := range []string{"call-a", "call-b", "call-c"} {
+			_ = q.Put(req, part)
+		}
+		shed, c2 := budget.Start(budget.WithCriticality(context.Background(), budget.Sheddable), 200*time.Millisecond)
+		defer c2()
+		for range 40 { // 40 items of 10 ms due in 200 ms: not all can be served in time
+			_ = q.Put(shed, "sheddable")
+		}
+		time.Sleep(110 * time.Millisecond)
+		if !q.Stats().Standing {
+			t.Fatal("the queue should be standing")
+		}
+		get := func() string {
+			v, _, err := q.Get(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		if v := get(); v != "call-a" {
+			t.Fatalf("got %q, want call-a: the default class goes before the sheddable one", v)
+		}
+		crit, c3 := budget.Start(budget.WithCriticality(context.Background(), budget.Critical), time.Second)
+		defer c3()
+		_ = q.Put(crit, "critical")
+		if got := []string{get(), get(), get()}; !equal(got, []string{"call-b", "call-c", "critical"}) {
+			t.Fatalf("served %v, want call-a's siblings before the critical item, which can wait", got)
+		}
+
+		// A critical item that cannot wait one more hand-out goes first.
+		req2, c4 := budget.Start(context.Background(), 300*time.Millisecond)
+		defer c4()
+		_ = q.Put(req2, "call-a")
+		_ = q.Put(req2, "call-b")
+		if v := get(); v != "call-a" {
+			t.Fatalf("got %q, want call-a", v)
+		}
+		urgent, c5 := budget.Start(budget.WithCriticality(context.Background(), budget.Critical), 15*time.Millisecond)
+		defer c5()
+		_ = q.Put(urgent, "urgent")
+		if got := []string{get(), get()}; !equal(got, []string{"urgent", "call-b"}) {
+			t.Fatalf("served %v, want the critical item with 15 ms left (service about 10 ms) first", got)
 		}
 	})
 }
