@@ -264,59 +264,32 @@ func (q *Queue[T]) allFit(now time.Time, s time.Duration) (int, bool) {
 // item) are counted in buckets one interval wide, and an item is taken to
 // be served after every item of its own bucket and the earlier ones. That
 // can only overstate an item's rank, so the answer errs toward class
-// order. The counts live in a buffer the queue keeps, so it allocates only
-// when the queue holds more items than it ever has.
+// order. Its buffers are the queue's, so it allocates only when the queue
+// holds more items than it ever has.
 func (q *Queue[T]) inTimeByDeadline(now time.Time, s time.Duration, due *time.Time) bool {
 	if q.gap == 0 {
 		return false // nothing learned: no telling what fits
 	}
-	m := q.n
-	if due != nil {
-		m++
-	}
+	m := q.n + 1
 	if cap(q.buckets) < m {
-		q.buckets = make([]int32, m)
+		q.buckets, q.ranked = make([]int32, m), make([]ranked, 0, m)
 	}
-	buckets := q.buckets[:m]
+	buckets, tight := q.buckets[:m], q.ranked[:0]
 	clear(buckets)
-	// bucket returns the bucket of an item whose key is left away, or -1
-	// for one that is on time at any rank (and after every item that is not).
-	bucket := func(left time.Duration) int {
-		b := (left - s) / q.gap
-		switch {
-		case b >= time.Duration(m):
-			return -1
-		case b < 0:
-			return 0
-		}
-		return int(b)
-	}
-	q.eachInDeadlineOrder(now, s, due, func(left time.Duration, _ bool) {
-		if b := bucket(left); b >= 0 {
+	// Only an item with at most s plus m intervals left can be late at
+	// some rank; the rest are on time, and after every one that can be late.
+	add := func(left time.Duration, deadline bool) {
+		if b := (left - s) / q.gap; b < time.Duration(m) {
+			b = max(b, 0)
 			buckets[b]++
+			tight = append(tight, ranked{left, int32(b), deadline})
 		}
-	})
-	for b := 1; b < m; b++ {
-		buckets[b] += buckets[b-1]
 	}
-	late := false
-	q.eachInDeadlineOrder(now, s, due, func(left time.Duration, deadline bool) {
-		if b := bucket(left); deadline && b >= 0 && left <= s+time.Duration(buckets[b]-1)*q.gap {
-			late = true
-		}
-	})
-	return !late
-}
-
-// eachInDeadlineOrder calls f, for every item held that can still finish and
-// for a new item due at *due when due is not nil, with the time from now to
-// its key (its place in deadline order) and whether it has a deadline.
-func (q *Queue[T]) eachInDeadlineOrder(now time.Time, s time.Duration, due *time.Time, f func(left time.Duration, deadline bool)) {
 	for i := range q.items {
 		r := &q.items[i]
 		for k := range r.n {
 			if e := r.at(k); q.feasible(&e, now, s) {
-				f(q.key(&e).Sub(now), !e.due.IsZero())
+				add(q.key(&e).Sub(now), !e.due.IsZero())
 			}
 		}
 	}
@@ -325,6 +298,24 @@ func (q *Queue[T]) eachInDeadlineOrder(now time.Time, s time.Duration, due *time
 		if key.IsZero() {
 			key = now.Add(q.interval())
 		}
-		f(key.Sub(now), !due.IsZero())
+		add(key.Sub(now), !due.IsZero())
 	}
+	q.ranked = tight
+	for b := 1; b < m; b++ {
+		buckets[b] += buckets[b-1]
+	}
+	for _, e := range tight {
+		if e.deadline && e.left <= s+time.Duration(buckets[e.bucket]-1)*q.gap {
+			return false
+		}
+	}
+	return true
+}
+
+// ranked is an item that can be late at some rank in deadline order: the
+// time to its key, its bucket, and whether it has a deadline to meet.
+type ranked struct {
+	left     time.Duration
+	bucket   int32
+	deadline bool
 }
