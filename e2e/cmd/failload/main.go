@@ -59,6 +59,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -98,6 +99,10 @@ type Result struct {
 	// Budget-Expired in the budget pattern), "timer" the client's own
 	// deadline, "ok" a 200 (a failure read as success), "other" the rest.
 	Answers map[string]int `json:"answers"`
+	// Others says what the "other" answers were: each distinct error text
+	// (or "status N" for an answer that was neither a 200 nor a 504), with
+	// how many times it came, at most maxOthers texts.
+	Others map[string]int `json:"others,omitempty"`
 	// PerProcess is each process's share when the client, the edge and
 	// the backend ran as processes of their own: CPUMsPerFailure,
 	// AllocsPerFailure and GoroutinesPeak above are their sums.
@@ -244,6 +249,25 @@ type rig struct {
 	pools   []*http.Transport
 	running atomic.Int64 // backend handlers still running
 	kids    []*child     // with -procs, the backend's and the edge's processes, in that order
+
+	othersMu sync.Mutex
+	others   map[string]int // what the "other" answers since the round began were
+}
+
+// maxOthers bounds the distinct texts of "other" answers a Result keeps.
+const maxOthers = 10
+
+// other records the text of an "other" answer and returns "other".
+func (r *rig) other(why string) string {
+	r.othersMu.Lock()
+	defer r.othersMu.Unlock()
+	if _, ok := r.others[why]; ok || len(r.others) < maxOthers {
+		if r.others == nil {
+			r.others = map[string]int{}
+		}
+		r.others[why]++
+	}
+	return "other"
 }
 
 // newRig builds a pattern's rig for n concurrent requests: its backend
@@ -427,7 +451,7 @@ func (r *rig) call(timeout time.Duration) (time.Duration, string) {
 	case err != nil && errors.Is(err, context.DeadlineExceeded):
 		return over, "timer"
 	case err != nil:
-		return over, "other"
+		return over, r.other(err.Error())
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
@@ -437,7 +461,7 @@ func (r *rig) call(timeout time.Duration) (time.Duration, string) {
 	case resp.StatusCode == http.StatusGatewayTimeout && (r.pattern == "plain" || resp.Header.Get(wire.HeaderBudgetExpired) != ""):
 		return over, "expired"
 	}
-	return over, "other"
+	return over, r.other(fmt.Sprintf("status %d", resp.StatusCode))
 }
 
 // burst sends n requests at once, each with the given timeout, and
@@ -613,6 +637,9 @@ func (r *rig) round(n int, a *accum) error {
 			return err
 		}
 	}
+	r.othersMu.Lock()
+	r.others = nil // those of the warm-up and earlier rounds are not this round's
+	r.othersMu.Unlock()
 	stop := sampleGoroutines()
 	c0 := load.CPUTime()
 	over, answers := r.burst(n, r.budget)
@@ -634,6 +661,16 @@ func (r *rig) round(n int, a *accum) error {
 	for k, v := range answers {
 		a.res.Answers[k] += v
 	}
+	r.othersMu.Lock()
+	for k, v := range r.others {
+		if _, ok := a.res.Others[k]; ok || len(a.res.Others) < maxOthers {
+			if a.res.Others == nil {
+				a.res.Others = map[string]int{}
+			}
+			a.res.Others[k] += v
+		}
+	}
+	r.othersMu.Unlock()
 	return r.settle()
 }
 
@@ -773,6 +810,11 @@ func (rep *Report) table() string {
 		fmt.Fprintf(&b, "| %d | %s | %.1f ms | %.1f ms | %.1f ms | %.3f | %.0f | %d | %d | %d | %s |\n",
 			r.Concurrency, r.Pattern, r.OvershootP50Ms, r.OvershootP99Ms, r.OvershootMaxMs,
 			r.CPUMsPerFailure, r.AllocsPerFailure, r.Dials, r.ClientDials, r.GoroutinesPeak, strings.Join(ans, ", "))
+	}
+	for _, r := range rep.Results {
+		for _, why := range slices.Sorted(maps.Keys(r.Others)) {
+			fmt.Fprintf(&b, "\n%s at %d, other answer (%d): %s", r.Pattern, r.Concurrency, r.Others[why], why)
+		}
 	}
 	return b.String()
 }

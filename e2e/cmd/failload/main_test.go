@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,5 +188,28 @@ func TestChildFailing(t *testing.T) {
 	}
 	if _, err := chooseProcs("sometimes", 1, 1); err == nil {
 		t.Error("-procs sometimes was accepted")
+	}
+}
+
+// An "other" answer is traced by its text: each distinct text is counted,
+// and at most maxOthers texts are kept, so a run that fails the same way
+// 10,000 times does not grow the report.
+func TestOthersAreTraced(t *testing.T) {
+	r := &rig{}
+	for i := range maxOthers + 3 {
+		if got := r.other(fmt.Sprintf("error %d", i)); got != "other" {
+			t.Fatalf("other returned %q, want \"other\"", got)
+		}
+	}
+	r.other("error 0")
+	if len(r.others) != maxOthers || r.others["error 0"] != 2 || r.others["error 1"] != 1 {
+		t.Fatalf("others %v: want %d texts, \"error 0\" twice", r.others, maxOthers)
+	}
+	if _, ok := r.others[fmt.Sprintf("error %d", maxOthers)]; ok {
+		t.Fatalf("others %v: kept more than %d texts", r.others, maxOthers)
+	}
+	rep := &Report{Results: []Result{{Pattern: "budget", Concurrency: 3, Others: map[string]int{"status 502": 2}}}}
+	if tab := rep.table(); !strings.Contains(tab, "budget at 3, other answer (2): status 502") {
+		t.Fatalf("the table does not say what the other answers were:\n%s", tab)
 	}
 }
