@@ -68,7 +68,8 @@ var (
 //   - Parts of one request go together: once Get has handed out an item,
 //     it serves next the items of the same class due within a millisecond
 //     of it (the calls a [Gather] makes at once carry one deadline and one
-//     class), before the item its rules would pick, as long as that one can
+//     class), before the item its rules would pick, as long as that one,
+//     and the items of more critical classes served by deadline, can all
 //     wait one more hand-out; and Put expects, for such an item, only the
 //     wait of the parts already held. Class order would otherwise let
 //     later, more critical items push the remaining parts past their

@@ -73,7 +73,8 @@ func (q *Queue[T]) unservableAny(now time.Time) (int, int, error) {
 // out in deadline mode: an item of the class of the last one it picked by
 // the rules below, due with it and able to finish (the other calls of the
 // same request, most often: see sibling), as long as the item the rules
-// pick can wait one more hand-out; otherwise the oldest item while
+// pick, and the items of more critical classes, served by deadline, can
+// wait one more hand-out; otherwise the oldest item while
 // every item held would finish
 // in time even if served last; otherwise the earliest deadline among the
 // items that can still finish, in the most critical class that has one
@@ -87,8 +88,10 @@ func (q *Queue[T]) pickByDeadline(now time.Time) (int, int) {
 		return i, k
 	}
 	e := q.items[i].at(k)
-	if si, sk := q.sibling(now, s); si >= 0 && (e.due.IsZero() || e.due.Sub(now) > s+q.gap) {
-		return si, sk // the first choice can wait one hand-out more
+	if si, sk := q.sibling(now, s); si >= 0 && (e.due.IsZero() || e.due.Sub(now) > s+q.gap) && q.inTimeFrom(now, s+q.gap, nil, si+1) {
+		// The first choice, and every item of a more critical class that
+		// deadline order would serve in time, can wait one hand-out more.
+		return si, sk
 	}
 	q.group, q.groupClass = e.due, i
 	return i, k
@@ -267,6 +270,12 @@ func (q *Queue[T]) allFit(now time.Time, s time.Duration) (int, bool) {
 // order. Its buffers are the queue's, so it allocates only when the queue
 // holds more items than it ever has.
 func (q *Queue[T]) inTimeByDeadline(now time.Time, s time.Duration, due *time.Time) bool {
+	return q.inTimeFrom(now, s, due, 0)
+}
+
+// inTimeFrom is inTimeByDeadline over the items of the class rings from
+// ring from up (the more critical classes) only.
+func (q *Queue[T]) inTimeFrom(now time.Time, s time.Duration, due *time.Time, from int) bool {
 	if q.gap == 0 {
 		return false // nothing learned: no telling what fits
 	}
@@ -285,7 +294,7 @@ func (q *Queue[T]) inTimeByDeadline(now time.Time, s time.Duration, due *time.Ti
 			tight = append(tight, ranked{left, int32(b), deadline})
 		}
 	}
-	for i := range q.items {
+	for i := from; i < len(q.items); i++ {
 		r := &q.items[i]
 		for k := range r.n {
 			if e := r.at(k); q.feasible(&e, now, s) {

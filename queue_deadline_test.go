@@ -350,3 +350,46 @@ func TestQueueServesTheSiblingsOfAnItemNext(t *testing.T) {
 		}
 	})
 }
+
+// The parts rule never costs a more critical item its deadline: with two
+// critical items held, each able to wait one hand-out but not both, the
+// critical items go before the remaining part. (Before, the rule looked
+// only at the item the other rules picked, served the part while the first
+// critical item could wait, and the second was dropped for lack of time.)
+func TestQueuePartsRuleKeepsMoreCriticalItemsInTime(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := &budget.Queue[string]{}
+		learnTenMillisecondService(t, q)
+		req, c1 := budget.Start(context.Background(), 300*time.Millisecond)
+		defer c1()
+		_ = q.Put(req, "call-a")
+		_ = q.Put(req, "call-b")
+		shed, c2 := budget.Start(budget.WithCriticality(context.Background(), budget.Sheddable), 200*time.Millisecond)
+		defer c2()
+		for range 40 { // not all can be served in time: class order
+			_ = q.Put(shed, "sheddable")
+		}
+		time.Sleep(110 * time.Millisecond)
+		var got []string
+		get := func() {
+			v, _, err := q.Get(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, v)
+			time.Sleep(10 * time.Millisecond) // the consumer's service
+		}
+		get() // call-a
+		crit, c3 := budget.Start(budget.WithCriticality(context.Background(), budget.Critical), 27*time.Millisecond)
+		defer c3()
+		_ = q.Put(crit, "critical-1")
+		_ = q.Put(crit, "critical-2")
+		get()
+		get()
+		get()
+		if want := []string{"call-a", "critical-1", "critical-2", "call-b"}; !equal(got, want) {
+			t.Fatalf("served %v, want %v: two critical items with 27 ms left and 10 ms of service each cannot both wait for the part", got, want)
+		}
+	})
+}
