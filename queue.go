@@ -125,10 +125,9 @@ var (
 // concurrent use: one mutex guards it, Put and Get allocate nothing when Get
 // does not have to wait, and a waiting Get costs one channel. A
 // deadline-driven queue looks at every item it holds on each Put and Get
-// (about ten nanoseconds an item), and while it stands about twice that,
-// to tell whether deadline order serves every item in time
-// (BenchmarkQueueDeadlineOrder: 22-23 µs at 1,000 items held, beside 12-14
-// µs for one pass).
+// (12-14 µs for 1,000 items held), and while it stands about twice that,
+// to tell whether deadline order serves every item in time (22-23 µs;
+// BenchmarkQueueDeadlineOrder).
 //
 // A consumer that runs CPU-bound items back to back in a process with few
 // CPUs should let the process's other goroutines run between two items

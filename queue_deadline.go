@@ -74,13 +74,12 @@ func (q *Queue[T]) unservableAny(now time.Time) (int, int, error) {
 // the rules below, due with it and able to finish (the other calls of the
 // same request, most often: see sibling), as long as the item the rules
 // pick, and the items of more critical classes, served by deadline, can
-// wait one more hand-out; otherwise the oldest item while
-// every item held would finish
-// in time even if served last; otherwise the earliest deadline among the
-// items that can still finish, in the most critical class that has one
-// while the queue is standing and deadline order would not serve every
-// such item in time, across classes otherwise; when no item can
-// finish, the one with the most time left.
+// wait one more hand-out; otherwise the oldest item while every item held
+// would finish in time even if served last; otherwise the earliest
+// deadline among the items that can still finish, in the most critical
+// class that has one while the queue is standing and deadline order would
+// not serve every such item in time, across classes otherwise; when no
+// item can finish, the one with the most time left.
 func (q *Queue[T]) pickByDeadline(now time.Time) (int, int) {
 	s := q.service()
 	i, k := q.pickFirst(now, s)
@@ -91,6 +90,9 @@ func (q *Queue[T]) pickByDeadline(now time.Time) (int, int) {
 	if si, sk := q.sibling(now, s); si >= 0 && (e.due.IsZero() || e.due.Sub(now) > s+q.gap) && q.inTimeFrom(now, s+q.gap, nil, si+1) {
 		// The first choice, and every item of a more critical class that
 		// deadline order would serve in time, can wait one hand-out more.
+		// (inTimeFrom leaves out the items with no more than s plus one
+		// interval left: bar the first choice, which is checked above, they
+		// come after it and are lost whichever item goes first.)
 		return si, sk
 	}
 	q.group, q.groupClass = e.due, i

@@ -301,22 +301,7 @@ func TestQueueKeepsDeadlineOrderWhileItServesEveryItemInTime(t *testing.T) {
 func TestQueueServesTheSiblingsOfAnItemNext(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		q := &budget.Queue[string]{}
-		learnTenMillisecondService(t, q)
-		req, c1 := budget.Start(context.Background(), 300*time.Millisecond)
-		defer c1()
-		for _, part := range []string{"call-a", "call-b", "call-c"} {
-			_ = q.Put(req, part)
-		}
-		shed, c2 := budget.Start(budget.WithCriticality(context.Background(), budget.Sheddable), 200*time.Millisecond)
-		defer c2()
-		for range 40 { // 40 items of 10 ms due in 200 ms: not all can be served in time
-			_ = q.Put(shed, "sheddable")
-		}
-		time.Sleep(110 * time.Millisecond)
-		if !q.Stats().Standing {
-			t.Fatal("the queue should be standing")
-		}
+		q := standingWithParts(t, "call-a", "call-b", "call-c")
 		get := func() string {
 			v, _, err := q.Get(context.Background())
 			if err != nil {
@@ -359,18 +344,7 @@ func TestQueueServesTheSiblingsOfAnItemNext(t *testing.T) {
 func TestQueuePartsRuleKeepsMoreCriticalItemsInTime(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		q := &budget.Queue[string]{}
-		learnTenMillisecondService(t, q)
-		req, c1 := budget.Start(context.Background(), 300*time.Millisecond)
-		defer c1()
-		_ = q.Put(req, "call-a")
-		_ = q.Put(req, "call-b")
-		shed, c2 := budget.Start(budget.WithCriticality(context.Background(), budget.Sheddable), 200*time.Millisecond)
-		defer c2()
-		for range 40 { // not all can be served in time: class order
-			_ = q.Put(shed, "sheddable")
-		}
-		time.Sleep(110 * time.Millisecond)
+		q := standingWithParts(t, "call-a", "call-b")
 		var got []string
 		get := func() {
 			v, _, err := q.Get(context.Background())
@@ -392,4 +366,29 @@ func TestQueuePartsRuleKeepsMoreCriticalItemsInTime(t *testing.T) {
 			t.Fatalf("served %v, want %v: two critical items with 27 ms left and 10 ms of service each cannot both wait for the part", got, want)
 		}
 	})
+}
+
+// standingWithParts returns a queue that has learned a 10 ms service, holds
+// the given parts of one default-class request with 300 ms left and 40
+// sheddable items of 10 ms due in 200 ms (not all can be served in time, so
+// class order applies), and stands 110 ms later, in a synctest bubble.
+func standingWithParts(t *testing.T, parts ...string) *budget.Queue[string] {
+	t.Helper()
+	q := &budget.Queue[string]{}
+	learnTenMillisecondService(t, q)
+	req, c1 := budget.Start(context.Background(), 300*time.Millisecond)
+	t.Cleanup(c1)
+	for _, part := range parts {
+		_ = q.Put(req, part)
+	}
+	shed, c2 := budget.Start(budget.WithCriticality(context.Background(), budget.Sheddable), 200*time.Millisecond)
+	t.Cleanup(c2)
+	for range 40 {
+		_ = q.Put(shed, "sheddable")
+	}
+	time.Sleep(110 * time.Millisecond)
+	if !q.Stats().Standing {
+		t.Fatal("the queue should be standing")
+	}
+	return q
 }

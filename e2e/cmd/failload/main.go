@@ -261,13 +261,20 @@ const maxOthers = 10
 func (r *rig) other(why string) string {
 	r.othersMu.Lock()
 	defer r.othersMu.Unlock()
-	if _, ok := r.others[why]; ok || len(r.others) < maxOthers {
-		if r.others == nil {
-			r.others = map[string]int{}
-		}
-		r.others[why]++
-	}
+	r.others = countOther(r.others, why, 1)
 	return "other"
+}
+
+// countOther adds n to why's count in m, unless m already holds maxOthers
+// other texts, and returns m (made when nil).
+func countOther(m map[string]int, why string, n int) map[string]int {
+	if _, ok := m[why]; ok || len(m) < maxOthers {
+		if m == nil {
+			m = map[string]int{}
+		}
+		m[why] += n
+	}
+	return m
 }
 
 // newRig builds a pattern's rig for n concurrent requests: its backend
@@ -663,12 +670,7 @@ func (r *rig) round(n int, a *accum) error {
 	}
 	r.othersMu.Lock()
 	for k, v := range r.others {
-		if _, ok := a.res.Others[k]; ok || len(a.res.Others) < maxOthers {
-			if a.res.Others == nil {
-				a.res.Others = map[string]int{}
-			}
-			a.res.Others[k] += v
-		}
+		a.res.Others = countOther(a.res.Others, k, v)
 	}
 	r.othersMu.Unlock()
 	return r.settle()
