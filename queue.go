@@ -57,14 +57,19 @@ var (
 //     plus the larger of MinUseful and the learned service time. An item
 //     admitted this way is refused no longer by a bound of its own: only its
 //     deadline, and the items due before it, can drop it.
-//   - Under load the lower classes go first: while the queue is standing
-//     (below) and deadline order would not serve in time every item that
-//     can still finish (the one served after j others needs more left than
-//     the service time plus j intervals between hand-outs), Get serves the
-//     most critical class that has an item able to finish, and Put counts
-//     every item of a more critical class as ahead. While deadline order
-//     serves them all in time, class order would only hold the lower
-//     classes back for nothing, and the queue keeps deadline order.
+//   - Under load the least critical classes are given up first, and only
+//     as many as must be: while the queue is standing (below), Get serves
+//     by deadline the items of the most critical classes that deadline
+//     order would all serve in time (the one served after j others needs
+//     more left than the service time plus j intervals between
+//     hand-outs), taking classes from the most critical down while they
+//     fit; the items of the classes given up wait until those are served.
+//     When not even the most critical class's items would all be served in
+//     time, Get serves that class first. Put counts, for a new item of a
+//     class kept, the items of the kept classes due before it; for one of
+//     a class given up, every item of a more critical class and those of
+//     its own due earlier. While deadline order serves every class in
+//     time, nothing is given up.
 //   - Parts of one request go together: once Get has handed out an item,
 //     it serves next the items of the same class due within a millisecond
 //     of it (the calls a [Gather] makes at once carry one deadline and one
@@ -125,9 +130,9 @@ var (
 // concurrent use: one mutex guards it, Put and Get allocate nothing when Get
 // does not have to wait, and a waiting Get costs one channel. A
 // deadline-driven queue looks at every item it holds on each Put and Get
-// (12-14 µs for 1,000 items held), and while it stands about twice that,
-// to tell whether deadline order serves every item in time (22-23 µs;
-// BenchmarkQueueDeadlineOrder).
+// (12-14 µs for 1,000 items held), and while it stands up to three times
+// that, to tell which classes deadline order serves in time (at most two
+// checks of 22-23 µs each; BenchmarkQueueDeadlineOrder).
 //
 // A consumer that runs CPU-bound items back to back in a process with few
 // CPUs should let the process's other goroutines run between two items
@@ -314,9 +319,11 @@ func (q *Queue[T]) refused(ctx context.Context, r reading, why Outcome, needed t
 // the reason as its Outcome in their ledger, and passed to OnDrop. The wait
 // of the item handed out is recorded as an [EventQueue] with [OutcomeOK].
 //
-// While the queue is standing, Get takes from the most critical class
-// present, its newest item once the class has not been empty for Interval
-// and its oldest otherwise; while it is not standing, the oldest item of all.
+// With a positive Target, while the queue is standing, Get takes from the
+// most critical class present, its newest item once the class has not been
+// empty for Interval and its oldest otherwise; while it is not standing, the
+// oldest item of all. With a zero Target it serves by deadline, as the
+// [Queue] doc says.
 func (q *Queue[T]) Get(ctx context.Context) (T, context.Context, error) {
 	var zero T
 	if q == nil {

@@ -76,10 +76,9 @@ func (q *Queue[T]) unservableAny(now time.Time) (int, int, error) {
 // pick, and the items of more critical classes, served by deadline, can
 // wait one more hand-out; otherwise the oldest item while every item held
 // would finish in time even if served last; otherwise the earliest
-// deadline among the items that can still finish, in the most critical
-// class that has one while the queue is standing and deadline order would
-// not serve every such item in time, across classes otherwise; when no
-// item can finish, the one with the most time left.
+// deadline among the items that can still finish, of the classes a
+// standing queue keeps (see servedFrom), across classes while the queue is
+// not standing; when no item can finish, the one with the most time left.
 func (q *Queue[T]) pickByDeadline(now time.Time) (int, int) {
 	s := q.service()
 	i, k := q.pickFirst(now, s)
@@ -140,10 +139,18 @@ func (q *Queue[T]) pickFirst(now time.Time, s time.Duration) (int, int) {
 	if i, ok := q.allFit(now, s); ok {
 		return i, 0
 	}
-	standing := q.standing(now) && !q.inTimeByDeadline(now, s, nil)
+	from := 0
+	if q.standing(now) {
+		from = q.servedFrom(now, s, nil, 0)
+	}
+	// The earliest deadline among the items that can finish, of the class
+	// rings from ring from up; of any ring when those have none.
 	bi, bk := -1, -1
 	var best time.Time
 	for i := len(q.items) - 1; i >= 0; i-- {
+		if i < from && bi >= 0 {
+			return bi, bk
+		}
 		r := &q.items[i]
 		for k := range r.n {
 			e := r.at(k)
@@ -153,9 +160,6 @@ func (q *Queue[T]) pickFirst(now time.Time, s time.Duration) (int, int) {
 			if key := q.key(&e); bi < 0 || key.Before(best) {
 				bi, bk, best = i, k, key
 			}
-		}
-		if standing && bi >= 0 {
-			return bi, bk
 		}
 	}
 	if bi >= 0 {
@@ -173,19 +177,44 @@ func (q *Queue[T]) pickFirst(now time.Time, s time.Duration) (int, int) {
 	return bi, bk
 }
 
+// servedFrom returns the least critical class ring from which deadline
+// order, over the items of that ring and the more critical ones, would
+// serve every such item that can finish in time: 0 when it would serve
+// every item held, the most critical ring when not even that ring's items
+// would all be. With due not nil it counts a new item of class ring ring
+// due at *due among them, in the rings it belongs to. The rings below are
+// the classes a standing queue gives up first: their items are served
+// only once the items of the rings from it up are.
+func (q *Queue[T]) servedFrom(now time.Time, s time.Duration, due *time.Time, ring int) int {
+	top := len(q.items) - 1
+	for from := range top {
+		d := due
+		if ring < from {
+			d = nil
+		}
+		if q.inTimeFrom(now, s, d, from) {
+			return from
+		}
+	}
+	return top
+}
+
 // expectedByDeadline is the wait Put expects in deadline mode for an item
 // of class c due at due: the learned interval between hand-outs for each
-// item that would be served before it (for a part of the request Get is
-// serving, the parts already held; otherwise those that can finish and are due
-// earlier, and while the queue is standing and deadline order would not
-// serve every item in time, the new one included, every one of a more
-// critical class).
+// item that would be served before it. For a part of the request Get is
+// serving, those are the parts already held. Otherwise, while the queue is
+// not standing, or the new item's class is among those deadline order
+// would serve in time (see servedFrom), the items that can finish and are
+// due earlier, in its class and the more critical ones; for an item of a
+// class given up, every item of a more critical class and those of its own
+// due earlier.
 func (q *Queue[T]) expectedByDeadline(c Criticality, due, now time.Time) time.Duration {
 	if q.gap == 0 {
 		return 0
 	}
 	s := q.service()
-	if q.ofGroup(int(c+1), due) {
+	ring := int(c + 1)
+	if q.ofGroup(ring, due) {
 		// A part of the request Get is serving: it goes next, after the
 		// parts already held.
 		ahead := 0
@@ -197,7 +226,11 @@ func (q *Queue[T]) expectedByDeadline(c Criticality, due, now time.Time) time.Du
 		}
 		return time.Duration(ahead) * q.gap
 	}
-	standing := q.standing(now) && !q.inTimeByDeadline(now, s, &due)
+	from := 0
+	if q.standing(now) {
+		from = q.servedFrom(now, s, &due, ring)
+	}
+	givenUp := ring < from
 	ahead := 0
 	for i := range q.items {
 		r := &q.items[i]
@@ -207,9 +240,9 @@ func (q *Queue[T]) expectedByDeadline(c Criticality, due, now time.Time) time.Du
 				continue
 			}
 			switch {
-			case standing && i > int(c+1):
+			case givenUp && i > ring:
 				ahead++ // a more critical class goes first
-			case standing && i < int(c+1):
+			case i < min(ring, from):
 			case q.key(&e).Before(due):
 				ahead++
 			}

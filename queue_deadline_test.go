@@ -206,14 +206,7 @@ func TestQueueServesOldestWhileEveryItemFits(t *testing.T) {
 		if !q.Stats().Standing {
 			t.Fatal("the queue should be standing")
 		}
-		var got []string
-		for range 3 {
-			v, _, err := q.Get(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, v)
-		}
+		got := getN(t, q, 3)
 		if want := []string{"sheddable", "critical-1", "critical-2"}; !equal(got, want) {
 			t.Fatalf("served %v, want the oldest first: %v", got, want)
 		}
@@ -391,4 +384,55 @@ func standingWithParts(t *testing.T, parts ...string) *budget.Queue[string] {
 		t.Fatal("the queue should be standing")
 	}
 	return q
+}
+
+// A standing queue gives up the least critical classes first, and only as
+// many as it must: while deadline order serves every critical and default
+// item in time, it serves those by deadline and leaves only the sheddable
+// items, which would make some item late, to wait. (Before, once any item
+// would be late, every critical item went first, and Put refused the
+// default item due in 60 ms behind the five critical items due in 300 ms.)
+func TestQueueGivesUpTheLeastCriticalClassesFirst(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := &budget.Queue[string]{}
+		learnTenMillisecondService(t, q)
+		crit, c1 := budget.Start(budget.WithCriticality(context.Background(), budget.Critical), 300*time.Millisecond)
+		defer c1()
+		for range 5 {
+			_ = q.Put(crit, "critical")
+		}
+		shed, c2 := budget.Start(budget.WithCriticality(context.Background(), budget.Sheddable), 200*time.Millisecond)
+		defer c2()
+		for range 40 {
+			_ = q.Put(shed, "sheddable")
+		}
+		time.Sleep(110 * time.Millisecond)
+		if !q.Stats().Standing {
+			t.Fatal("the queue should be standing")
+		}
+		soon, c3 := budget.Start(context.Background(), 60*time.Millisecond)
+		defer c3()
+		if err := q.Put(soon, "default"); err != nil {
+			t.Fatalf("Put of a default item due before every critical one, behind none of them in deadline order: %v", err)
+		}
+		got := getN(t, q, 3)
+		if want := []string{"default", "critical", "critical"}; !equal(got, want) {
+			t.Fatalf("served %v, want %v: deadline order over the critical and default items serves them all in time", got, want)
+		}
+	})
+}
+
+// getN hands out n items of q and returns them in order.
+func getN(t *testing.T, q *budget.Queue[string], n int) []string {
+	t.Helper()
+	var got []string
+	for range n {
+		v, _, err := q.Get(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v)
+	}
+	return got
 }
