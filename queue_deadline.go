@@ -289,27 +289,22 @@ func (q *Queue[T]) allFit(now time.Time, s time.Duration) (int, bool) {
 	return oldest, oldest >= 0
 }
 
-// inTimeByDeadline reports whether, served in deadline order, every item
-// held that can still finish would finish in time: the one served after j
-// others has more than the service time s plus j learned intervals between
-// hand-outs left. With due not nil it counts a new item due at *due (zero
-// for no deadline) as held too. While so, class order would only delay the
-// less critical items for nothing, so it gives way to deadline order. Items
-// that can no longer finish are left out: they are lost whatever the order.
+// inTimeFrom reports whether, served in deadline order, every item held in
+// the class rings from ring from up (from 0: every item) that can still
+// finish would finish in time: the one served after j others has more than
+// the service time s plus j learned intervals between hand-outs left. With
+// due not nil it counts a new item due at *due (zero for no deadline) as
+// held too. While so, giving up a class below would only hold its items
+// back for nothing (see servedFrom). Items that can no longer finish are
+// left out: they are lost whatever the order.
 //
 // It ranks without sorting, in time linear in the items held: the times
 // left that could be late at some rank (at most s plus one interval per
 // item) are counted in buckets one interval wide, and an item is taken to
 // be served after every item of its own bucket and the earlier ones. That
-// can only overstate an item's rank, so the answer errs toward class
-// order. Its buffers are the queue's, so it allocates only when the queue
+// can only overstate an item's rank, so the answer errs toward giving a
+// class up. Its buffers are the queue's, so it allocates only when the queue
 // holds more items than it ever has.
-func (q *Queue[T]) inTimeByDeadline(now time.Time, s time.Duration, due *time.Time) bool {
-	return q.inTimeFrom(now, s, due, 0)
-}
-
-// inTimeFrom is inTimeByDeadline over the items of the class rings from
-// ring from up (the more critical classes) only.
 func (q *Queue[T]) inTimeFrom(now time.Time, s time.Duration, due *time.Time, from int) bool {
 	if q.gap == 0 {
 		return false // nothing learned: no telling what fits

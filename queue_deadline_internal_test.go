@@ -44,7 +44,7 @@ func BenchmarkQueueDeadlineOrder(b *testing.B) {
 		b.Run(fmt.Sprintf("check/%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if !q.inTimeByDeadline(now, s, nil) {
+				if !q.inTimeFrom(now, s, nil, 0) {
 					b.Fatal("deadline order should serve every item in time")
 				}
 			}
@@ -68,14 +68,14 @@ func TestQueueDeadlineOrderCheck(t *testing.T) {
 	now := time.Now()
 	q := deepQueue(1000, now)
 	s := q.service()
-	if !q.inTimeByDeadline(now, s, nil) {
+	if !q.inTimeFrom(now, s, nil, 0) {
 		t.Fatal("1,000 items of 1 ms with 2-3 s left: want in time")
 	}
-	if allocs := testing.AllocsPerRun(100, func() { q.inTimeByDeadline(now, s, nil) }); allocs != 0 {
+	if allocs := testing.AllocsPerRun(100, func() { q.inTimeFrom(now, s, nil, 0) }); allocs != 0 {
 		t.Fatalf("%v allocations a check, want 0", allocs)
 	}
 	due := now.Add(300 * time.Millisecond)
-	if !q.inTimeByDeadline(now, s, &due) {
+	if !q.inTimeFrom(now, s, &due, 0) {
 		t.Fatal("a new item due first, before 1,000 items with 2-3 s left: want in time")
 	}
 	tight := &Queue[int]{}
@@ -83,7 +83,7 @@ func TestQueueDeadlineOrderCheck(t *testing.T) {
 	for k := range 1000 {
 		tight.push(DefaultCriticality, queued[int]{ctx: context.Background(), item: k, at: now, due: now.Add(300*time.Millisecond + time.Duration(k%100)*time.Millisecond)}, now)
 	}
-	if tight.inTimeByDeadline(now, tight.service(), nil) {
+	if tight.inTimeFrom(now, tight.service(), nil, 0) {
 		t.Fatal("1,000 items of 1 ms due within 0.4 s: want late")
 	}
 }
@@ -123,7 +123,7 @@ func TestQueueDeadlineOrderCheckAgainstSort(t *testing.T) {
 				exact = false
 			}
 		}
-		got := q.inTimeByDeadline(now, s, nil)
+		got := q.inTimeFrom(now, s, nil, 0)
 		if got && !exact {
 			t.Fatalf("trial %d: in time by buckets, late by sort: %v", trial, lefts)
 		}

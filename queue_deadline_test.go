@@ -294,7 +294,7 @@ func TestQueueKeepsDeadlineOrderWhileItServesEveryItemInTime(t *testing.T) {
 func TestQueueServesTheSiblingsOfAnItemNext(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		q := standingWithParts(t, "call-a", "call-b", "call-c")
+		q := standingWith(t, budget.DefaultCriticality, "call-a", "call-b", "call-c")
 		get := func() string {
 			v, _, err := q.Get(context.Background())
 			if err != nil {
@@ -337,7 +337,7 @@ func TestQueueServesTheSiblingsOfAnItemNext(t *testing.T) {
 func TestQueuePartsRuleKeepsMoreCriticalItemsInTime(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		q := standingWithParts(t, "call-a", "call-b")
+		q := standingWith(t, budget.DefaultCriticality, "call-a", "call-b")
 		var got []string
 		get := func() {
 			v, _, err := q.Get(context.Background())
@@ -361,18 +361,19 @@ func TestQueuePartsRuleKeepsMoreCriticalItemsInTime(t *testing.T) {
 	})
 }
 
-// standingWithParts returns a queue that has learned a 10 ms service, holds
-// the given parts of one default-class request with 300 ms left and 40
-// sheddable items of 10 ms due in 200 ms (not all can be served in time, so
-// class order applies), and stands 110 ms later, in a synctest bubble.
-func standingWithParts(t *testing.T, parts ...string) *budget.Queue[string] {
+// standingWith returns a queue that has learned a 10 ms service, holds the
+// given items of class c, put with one budget of 300 ms (the parts of one
+// request), and 40 sheddable items of 10 ms due in 200 ms (not all can be
+// served in time, so the sheddable class is given up), and stands 110 ms
+// later, in a synctest bubble.
+func standingWith(t *testing.T, c budget.Criticality, items ...string) *budget.Queue[string] {
 	t.Helper()
 	q := &budget.Queue[string]{}
 	learnTenMillisecondService(t, q)
-	req, c1 := budget.Start(context.Background(), 300*time.Millisecond)
+	req, c1 := budget.Start(budget.WithCriticality(context.Background(), c), 300*time.Millisecond)
 	t.Cleanup(c1)
-	for _, part := range parts {
-		_ = q.Put(req, part)
+	for _, item := range items {
+		_ = q.Put(req, item)
 	}
 	shed, c2 := budget.Start(budget.WithCriticality(context.Background(), budget.Sheddable), 200*time.Millisecond)
 	t.Cleanup(c2)
@@ -391,26 +392,11 @@ func standingWithParts(t *testing.T, parts ...string) *budget.Queue[string] {
 // item in time, it serves those by deadline and leaves only the sheddable
 // items, which would make some item late, to wait. (Before, once any item
 // would be late, every critical item went first, and Put refused the
-// default item due in 60 ms behind the five critical items due in 300 ms.)
+// default item due in 60 ms behind the five critical items due in 190 ms.)
 func TestQueueGivesUpTheLeastCriticalClassesFirst(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		q := &budget.Queue[string]{}
-		learnTenMillisecondService(t, q)
-		crit, c1 := budget.Start(budget.WithCriticality(context.Background(), budget.Critical), 300*time.Millisecond)
-		defer c1()
-		for range 5 {
-			_ = q.Put(crit, "critical")
-		}
-		shed, c2 := budget.Start(budget.WithCriticality(context.Background(), budget.Sheddable), 200*time.Millisecond)
-		defer c2()
-		for range 40 {
-			_ = q.Put(shed, "sheddable")
-		}
-		time.Sleep(110 * time.Millisecond)
-		if !q.Stats().Standing {
-			t.Fatal("the queue should be standing")
-		}
+		q := standingWith(t, budget.Critical, "critical", "critical", "critical", "critical", "critical")
 		soon, c3 := budget.Start(context.Background(), 60*time.Millisecond)
 		defer c3()
 		if err := q.Put(soon, "default"); err != nil {
