@@ -184,10 +184,12 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	var resp *http.Response
-	out, st := traced(out)
+	var st *sendTrace
 	if x != nil {
+		st = &x.sent // the exchange traces its request already
 		resp, err = x.roundTrip(ctx, base, out)
 	} else {
+		out, st = traced(out)
 		resp, err = base.RoundTrip(out)
 	}
 	err = classify(err, out, base, st, x != nil && err != nil && err == ctx.Err())

@@ -5,6 +5,7 @@ import (
 	"github.com/timebudget/budget/edge"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,8 +66,15 @@ const lingerWindow = 10 * time.Second
 // (net/http's behaviour). A Transport remembers up to 128 hosts; one it
 // forgot is treated as one it never saw.
 //
+// A request still waiting for a connection when its caller's deadline passes
+// (the pool's connections all held, or a dial under way) is aborted then, not
+// sent late: there is no connection to keep yet, and its timeout header,
+// stamped before the wait, would have the server work for a caller that has
+// left. Whether it got one is known of net/http's Transport as base; through
+// another RoundTripper such a request lingers like any other.
+//
 // Lingering sends the request from a goroutine of its own, which costs about
-// 2 µs and 8 allocations on a loopback exchange of about 36 µs (BENCHMARKS.md).
+// 2 µs and 10 allocations on a loopback exchange of about 36 µs (BENCHMARKS.md).
 // Choosing whether to linger looks the host up in a fixed table, without a
 // lock or an allocation.
 //
@@ -186,6 +194,7 @@ type exchange struct {
 	state atomic.Int32
 	resp  *http.Response
 	rtErr error
+	sent  sendTrace // whether base obtained a connection for the request
 }
 
 func (x *exchange) Deadline() (time.Time, bool) { return x.deadline, true }
@@ -245,7 +254,17 @@ func newExchange(ctx context.Context, host *hostState, set bool, deadline time.T
 	x := &exchange{host: host, set: set, Context: ctx, deadline: deadline.Add(linger),
 		done: make(chan struct{}), got: make(chan struct{}, 1)}
 	x.funcs = x.slot[:0]
+	x.sent.trace.GotConn = func(httptrace.GotConnInfo) { x.sent.gotConn.Store(true) }
+	x.Context = httptrace.WithClientTrace(ctx, &x.sent.trace)
 	return x
+}
+
+// unsent reports whether, through base, the request has not yet obtained a
+// connection: it waits for one (a dial, or a pooled connection that the
+// exchanges before it still hold). Known only of net/http's Transport, whose
+// trace hooks run for every request.
+func (x *exchange) unsent(base http.RoundTripper) bool {
+	return isNetHTTP(base) && !x.sent.gotConn.Load()
 }
 
 // stay decides, when the caller's deadline has passed, whether the request
@@ -276,9 +295,15 @@ func (x *exchange) roundTrip(ctx context.Context, base http.RoundTripper, out *h
 	select {
 	case <-x.got:
 	case <-ctx.Done():
-		if ctx.Err() != context.DeadlineExceeded {
+		switch {
+		case ctx.Err() != context.DeadlineExceeded:
 			x.abort(ctx.Err()) // canceled: the caller is gone, abort
-		} else {
+		case x.unsent(base):
+			// No connection to keep, and a request sent now would carry
+			// a timeout stamped before the wait: the server would work
+			// for a caller that has left. Abort: net/http stops
+			// waiting, and a connection that comes goes to the pool.
+		default:
 			x.held.Store(x.stay(time.Now()))
 		}
 		if x.state.CompareAndSwap(waiting, abandoned) {

@@ -510,3 +510,58 @@ func TestTransportKeepsTheConnectionOfARefusalReadLate(t *testing.T) {
 		t.Errorf("the server accepted %d connections for 3 refusals, want 1", got)
 	}
 }
+
+// TestTransportDoesNotSendARequestThatWaitedPastItsDeadline: a lingering
+// request whose caller's deadline passes while it still waits for a
+// connection has no connection to keep; sent later, it would carry a timeout
+// stamped before the wait, and the server would work for a caller that has
+// left. It is aborted at the deadline and never reaches the server. Before,
+// it lingered, took the connection when one came back to the pool and was
+// sent: at 1,000 concurrent failures, the stale timeouts let an edge's
+// answers fall after its callers' linger, which closed their connections.
+func TestTransportDoesNotSendARequestThatWaitedPastItsDeadline(t *testing.T) {
+	t.Parallel()
+	var arrived atomic.Int64
+	first, release := make(chan struct{}), make(chan struct{})
+	s := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if arrived.Add(1) == 1 {
+			close(first)
+			<-release // holds the only connection
+		}
+	}))
+	base := s.Client().Transport.(*http.Transport).Clone()
+	base.MaxConnsPerHost = 1
+	t.Cleanup(base.CloseIdleConnections)
+	c := &http.Client{Transport: httpbudget.NewTransport(base, httpbudget.WithLinger(10*time.Second))}
+	get := func(d time.Duration) error {
+		ctx, cancel := budget.Start(context.Background(), d)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
+		resp, err := c.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
+		return err
+	}
+	held := make(chan error, 1)
+	go func() { held <- get(10 * time.Second) }()
+	wait(t, first, "first request at the server")
+	if err := get(50 * time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v for a request that waited for a connection past its deadline, want one matching context.DeadlineExceeded", err)
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatalf("the request holding the connection failed: %v", err)
+	}
+	// A waiter still queued for the connection gets it before this request.
+	if err := get(10 * time.Second); err != nil {
+		t.Fatalf("a request after the connection came back failed: %v", err)
+	}
+	if got := arrived.Load(); got != 2 {
+		t.Errorf("the server saw %d requests, want 2: the one that waited past its deadline was sent after all", got)
+	}
+	if got := s.opened.Load(); got != 1 {
+		t.Errorf("the server accepted %d connections, want 1", got)
+	}
+}

@@ -37,6 +37,11 @@ import (
 // Idempotency-Key header): [budget.Retry] repeats idempotent ones whatever
 // their classification, since their errors report Idempotent() true, so
 // for them only an error that is itself a dial or DNS failure is NotSent.
+// A request that may linger carries the trace in its exchange (two
+// allocations, no copy), idempotent or not: at its caller's deadline, one
+// that has no connection yet is aborted rather than left to linger. Its
+// error stays MaybeExecuted, as for any abandoned exchange: the connection
+// may have come between the check and the abort.
 
 // sendError is an error the Transport returns, classified.
 type sendError struct {
