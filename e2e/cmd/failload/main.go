@@ -17,8 +17,8 @@
 // request alone and -learn unmeasured rounds of N hanging requests (1 by
 // default) let the adaptive answer margins and the Transports' memory of
 // their hosts learn, as a running service's would; one round of N requests
-// to a backend that answers after 20 ms then opens N connections at each
-// hop. Then -rounds rounds of N hanging requests are measured, one
+// that the backend holds until all N are there, then answers 20 ms later,
+// opens N connections at each hop. Then -rounds rounds of N hanging requests are measured, one
 // pattern's round after the other's, without warming again in between: a
 // connection a round closes is dialled again by the next. When the
 // open-file limit cannot hold both patterns' connections at once (or
@@ -242,13 +242,16 @@ type rig struct {
 	budget  time.Duration
 	client  *http.Client
 	edgeURL string
-	hang    atomic.Bool  // the backend hangs and the plain edge's timeout is the budget; otherwise it answers after 20 ms
+	hang    atomic.Bool  // the backend hangs and the plain edge's timeout is the budget; otherwise it answers the warm-up
 	dials   atomic.Int64 // by the edge, toward the backend
 	cdials  atomic.Int64 // by the client, toward the edge
 	servers []*http.Server
 	pools   []*http.Transport
-	running atomic.Int64 // backend handlers still running
-	kids    []*child     // with -procs, the backend's and the edge's processes, in that order
+	running atomic.Int64  // backend handlers still running
+	warmN   int64         // the warm-up's concurrent requests, which wait for one another at the backend
+	warmed  chan struct{} // closed when warmN backend handlers run at once
+	warmOne sync.Once
+	kids    []*child // with -procs, the backend's and the edge's processes, in that order
 
 	othersMu sync.Mutex
 	others   map[string]int // what the "other" answers since the round began were
@@ -281,7 +284,7 @@ func countOther(m map[string]int, why string, n int) map[string]int {
 // and edge served in this process, or, with procs, each started as a
 // process of its own (see startChild).
 func newRig(pattern string, n int, total time.Duration, procs bool) (*rig, error) {
-	r := &rig{pattern: pattern, budget: total}
+	r := &rig{pattern: pattern, budget: total, warmN: int64(n), warmed: make(chan struct{})}
 	if procs {
 		backend, err := startChild("backend", pattern, n, total, "")
 		if err != nil {
@@ -322,22 +325,41 @@ func newRig(pattern string, n int, total time.Duration, procs bool) (*rig, error
 }
 
 // backendHandler is the pattern's backend: it hangs until its request's
-// context ends, or answers after 20 ms when r.hang is off.
+// context ends, or answers the warm-up (warmTogether) when r.hang is off.
 func (r *rig) backendHandler() http.Handler {
 	backend := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		r.running.Add(1)
+		running := r.running.Add(1)
 		defer r.running.Add(-1)
 		if r.hang.Load() {
 			<-req.Context().Done()
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
+		r.warmTogether(running)
 		_, _ = io.WriteString(w, "ok")
 	})
 	if r.pattern == "budget" {
 		return httpbudget.NewHandler(backend)
 	}
 	return backend
+}
+
+// warmTogether holds a request of the warm-up, the running-th backend
+// handler at once, until warmN run at once (up to 5 s), then 20 ms more. So
+// every hop opens warmN connections: requests answered after a fixed time
+// overlap only as much as the client sends them together, and a warm-up
+// that opened fewer connections than a burst needs shows up as the burst's
+// dials.
+func (r *rig) warmTogether(running int64) {
+	if running >= r.warmN {
+		r.warmOne.Do(func() { close(r.warmed) })
+	}
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-r.warmed:
+	case <-t.C:
+	}
+	time.Sleep(20 * time.Millisecond)
 }
 
 // edgeHandler is the pattern's edge, calling the backend at backendURL

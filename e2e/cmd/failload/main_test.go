@@ -213,3 +213,40 @@ func TestOthersAreTraced(t *testing.T) {
 		t.Fatalf("the table does not say what the other answers were:\n%s", tab)
 	}
 }
+
+// TestWarmUpOpensAConnectionPerRequest: the warm-up opens n connections at
+// each hop, so that a measured burst of n needs no dial that a warmer pool
+// would have spared. Its requests used to be answered 20 ms after arrival,
+// so they overlapped only as much as the client sent them together: at 1,000
+// on a busy machine the edge's pool held a few hundred connections fewer than
+// a burst needed, and the first measured round dialled them (180 of the
+// edge's 203 dials in one run, with no connection closed).
+func TestWarmUpOpensAConnectionPerRequest(t *testing.T) {
+	const n = 20
+	r, err := newRig("budget", n, 100*time.Millisecond, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	// The client's requests go out one at a time, each after the last one's
+	// 20 ms would have ended: only requests that wait for one another overlap.
+	if err := r.setHang(false); err != nil {
+		t.Fatal(err)
+	}
+	answers := make(chan string, n)
+	for range n {
+		go func() {
+			_, answer := r.call(10 * time.Second)
+			answers <- answer
+		}()
+		time.Sleep(25 * time.Millisecond)
+	}
+	for range n {
+		if a := <-answers; a != "ok" {
+			t.Fatalf("a warm-up request was answered %q, want ok", a)
+		}
+	}
+	if got, got2 := r.cdials.Load(), r.dials.Load(); got != n || got2 != n {
+		t.Errorf("the warm-up of %d requests opened %d connections to the edge and %d to the backend, want %d each", n, got, got2, n)
+	}
+}

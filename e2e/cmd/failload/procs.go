@@ -222,7 +222,7 @@ func serveRole(role string) int {
 	if pattern != "budget" && pattern != "plain" {
 		return fail(fmt.Errorf("unknown pattern %q (want budget or plain)", pattern))
 	}
-	r := &rig{pattern: pattern, budget: total}
+	r := &rig{pattern: pattern, budget: total, warmN: int64(n), warmed: make(chan struct{})}
 	var files int
 	var h func() http.Handler
 	switch role {
