@@ -46,6 +46,12 @@
 // failload raises its RLIMIT_NOFILE itself (children inherit it) and stops
 // with a message saying how many files are needed when it cannot.
 //
+// -edges K (with -procs always) runs the edge as K processes, the client
+// sending its requests to them in turn, so that each needs 2N/K files: at
+// N = 10,000 one edge process needs about 20,032, more than a hard limit of
+// 20,000 allows. Dials, CPU and allocations are then summed over the K
+// edges, and each has its line in per_process.
+//
 // Usage:
 //
 //	go run ./cmd/failload -n 1000,10000 -rounds 3 -procs always -json failload.json
@@ -97,7 +103,9 @@ type Result struct {
 	GoroutinesPeak int   `json:"goroutines_peak"`
 	// Answers counts the client's outcomes: "expired" a 504 (with
 	// Budget-Expired in the budget pattern), "timer" the client's own
-	// deadline, "ok" a 200 (a failure read as success), "other" the rest.
+	// deadline, "refused" the budget Transport's refusal to send with too
+	// little time left, "ok" a 200 (a failure read as success), "other" the
+	// rest.
 	Answers map[string]int `json:"answers"`
 	// Others says what the "other" answers were: each distinct error text
 	// (or "status N" for an answer that was neither a 200 nor a 504), with
@@ -120,8 +128,11 @@ type ProcResult struct {
 // Report is the JSON document -json writes.
 type Report struct {
 	// Processes is 1 when the client, the edge and the backend ran in one
-	// process, 3 when each ran in a process of its own (-procs).
-	Processes   int      `json:"processes"`
+	// process, 3 when each ran in a process of its own (-procs), 2 + Edges
+	// with more than one edge process.
+	Processes int `json:"processes"`
+	// Edges is how many processes the edge ran as (-edges).
+	Edges       int      `json:"edges"`
 	Description string   `json:"description"`
 	BudgetMs    float64  `json:"budget_ms"`
 	GOMAXPROCS  int      `json:"gomaxprocs"`
@@ -139,6 +150,7 @@ type config struct {
 	budget   time.Duration
 	profile  string // CPU profile of the measured rounds to profile.PATTERN.N
 	procs    bool   // the edge and the backend run as processes of their own
+	edges    int    // the edge's processes, with procs; 1 otherwise
 }
 
 // The report's description, by the number of processes.
@@ -163,8 +175,9 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of each pattern's measured rounds to FILE.PATTERN.N")
 	memprofile := flag.String("memprofile", "", "write an allocation profile to this file at the end")
 	procs := flag.String("procs", "auto", "run the edge and the backend as processes of their own: always, never, or auto (when one process cannot have the open files it needs)")
+	edges := flag.Int("edges", 1, "with -procs always, run the edge as this many processes, the client sending to them in turn")
 	flag.Parse()
-	cfg := config{patterns: strings.Split(*patterns, ","), rounds: *rounds, learn: *learn, budget: *total, profile: *cpuprofile}
+	cfg := config{patterns: strings.Split(*patterns, ","), rounds: *rounds, learn: *learn, budget: *total, profile: *cpuprofile, edges: *edges}
 	var err error
 	for _, s := range strings.Split(*ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -176,7 +189,10 @@ func main() {
 	if *rounds < 1 {
 		log.Fatalf("failload: -rounds %d: at least one round is needed", *rounds)
 	}
-	if cfg.procs, err = chooseProcs(*procs, slices.Max(cfg.ns), len(cfg.patterns)); err != nil {
+	if *edges < 1 || *edges > 1 && *procs != "always" {
+		log.Fatalf("failload: -edges %d: want 1, or more with -procs always", *edges)
+	}
+	if cfg.procs, err = chooseProcs(*procs, slices.Max(cfg.ns), len(cfg.patterns), *edges); err != nil {
 		log.Fatal(err)
 	}
 	rep, err := run(cfg)
@@ -221,9 +237,16 @@ func run(cfg config) (*Report, error) {
 			return nil, fmt.Errorf("failload: unknown pattern %q (want budget or plain)", p)
 		}
 	}
-	rep := &Report{Processes: 1, Description: describeOne, BudgetMs: load.Ms(cfg.budget), GOMAXPROCS: runtime.GOMAXPROCS(0), LoadBefore: load.LoadAvg()}
+	cfg.edges = max(cfg.edges, 1)
+	rep := &Report{Processes: 1, Edges: 1, Description: describeOne, BudgetMs: load.Ms(cfg.budget), GOMAXPROCS: runtime.GOMAXPROCS(0), LoadBefore: load.LoadAvg()}
 	if cfg.procs {
-		rep.Processes, rep.Description = 3, describeThree
+		rep.Processes, rep.Edges, rep.Description = 2+cfg.edges, cfg.edges, describeThree
+		if cfg.edges > 1 {
+			rep.Description = strings.NewReplacer("the three processes", fmt.Sprintf("the %d processes", rep.Processes),
+				"the three", "the", "the edge process's", "the edge processes'").Replace(describeThree)
+		}
+	} else if cfg.edges > 1 {
+		return nil, fmt.Errorf("failload: %d edge processes need the edge and the backend in processes of their own", cfg.edges)
 	}
 	for _, n := range cfg.ns {
 		res, err := measure(n, cfg)
@@ -242,6 +265,8 @@ type rig struct {
 	budget  time.Duration
 	client  *http.Client
 	edgeURL string
+	more    []string     // with more than one edge process, the others' URLs
+	turn    atomic.Int64 // which edge the next call goes to
 	hang    atomic.Bool  // the backend hangs and the plain edge's timeout is the budget; otherwise it answers the warm-up
 	dials   atomic.Int64 // by the edge, toward the backend
 	cdials  atomic.Int64 // by the client, toward the edge
@@ -283,7 +308,7 @@ func countOther(m map[string]int, why string, n int) map[string]int {
 // newRig builds a pattern's rig for n concurrent requests: its backend
 // and edge served in this process, or, with procs, each started as a
 // process of its own (see startChild).
-func newRig(pattern string, n int, total time.Duration, procs bool) (*rig, error) {
+func newRig(pattern string, n int, total time.Duration, procs bool, edges int) (*rig, error) {
 	r := &rig{pattern: pattern, budget: total, warmN: int64(n), warmed: make(chan struct{})}
 	if procs {
 		backend, err := startChild("backend", pattern, n, total, "")
@@ -291,13 +316,22 @@ func newRig(pattern string, n int, total time.Duration, procs bool) (*rig, error
 			return nil, err
 		}
 		r.kids = append(r.kids, backend)
-		edge, err := startChild("edge", pattern, n, total, backend.url)
-		if err != nil {
-			r.close()
-			return nil, err
+		for i := range max(edges, 1) {
+			edge, err := startChild("edge", pattern, perEdge(n, edges), total, backend.url)
+			if err != nil {
+				r.close()
+				return nil, err
+			}
+			if edges > 1 {
+				edge.name = fmt.Sprintf("edge %d", i+1)
+			}
+			r.kids = append(r.kids, edge)
+			if i == 0 {
+				r.edgeURL = edge.url
+			} else {
+				r.more = append(r.more, edge.url)
+			}
 		}
-		r.kids = append(r.kids, edge)
-		r.edgeURL = edge.url
 	} else {
 		backendURL, err := r.serve(r.backendHandler())
 		if err != nil {
@@ -471,7 +505,13 @@ func (r *rig) call(timeout time.Duration) (time.Duration, string) {
 		ctx, cancel = context.WithTimeout(context.Background(), timeout)
 	}
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.edgeURL, nil)
+	url := r.edgeURL
+	if len(r.more) > 0 {
+		if i := r.turn.Add(1) % int64(len(r.more)+1); i > 0 {
+			url = r.more[i-1]
+		}
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	resp, err := r.client.Do(req)
 	over := time.Since(start) - timeout
 	switch {
@@ -479,6 +519,8 @@ func (r *rig) call(timeout time.Duration) (time.Duration, string) {
 		return over, "expired"
 	case err != nil && errors.Is(err, context.DeadlineExceeded):
 		return over, "timer"
+	case tooLittleLeft(err):
+		return over, "refused"
 	case err != nil:
 		return over, r.other(err.Error())
 	}
@@ -491,6 +533,14 @@ func (r *rig) call(timeout time.Duration) (time.Duration, string) {
 		return over, "expired"
 	}
 	return over, r.other(fmt.Sprintf("status %d", resp.StatusCode))
+}
+
+// tooLittleLeft reports whether err is the budget Transport's refusal to
+// send a request with too little time left: a request that waited so long
+// for its turn on the machine that its budget was all but spent.
+func tooLittleLeft(err error) bool {
+	var be *budget.Error
+	return errors.As(err, &be) && be.Outcome == budget.OutcomeInsufficient
 }
 
 // burst sends n requests at once, each with the given timeout, and
@@ -553,7 +603,7 @@ func measureGroup(patterns []string, n int, cfg config) ([]Result, error) {
 		}
 	}()
 	for _, p := range patterns {
-		r, err := newRig(p, n, cfg.budget, cfg.procs)
+		r, err := newRig(p, n, cfg.budget, cfg.procs, cfg.edges)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
@@ -683,7 +733,7 @@ func (r *rig) round(n int, a *accum) error {
 		if err != nil {
 			return err
 		}
-		a.add(k.role, time.Duration(fig.CPUNs), fig.Mallocs, fig.GoroutinesPeak)
+		a.add(k.label(), time.Duration(fig.CPUNs), fig.Mallocs, fig.GoroutinesPeak)
 		a.res.Dials += fig.Dials
 	}
 	a.overs = append(a.overs, over...)
@@ -787,7 +837,7 @@ func raiseFiles(want uint64, why string) error {
 // raises the open-file limit for it: in one process, for every pattern's
 // connections at once (to interleave their rounds) or failing that one
 // pattern's; across processes, for the edge's (children inherit the limit).
-func chooseProcs(flagValue string, n, patterns int) (bool, error) {
+func chooseProcs(flagValue string, n, patterns, edges int) (bool, error) {
 	one := func() error {
 		if raiseFiles(uint64(filesFor(n)*patterns), "4 per concurrent request") == nil {
 			return nil
@@ -795,11 +845,16 @@ func chooseProcs(flagValue string, n, patterns int) (bool, error) {
 		return raiseFiles(uint64(filesFor(n)), "4 per concurrent request, client, edge and backend in one process")
 	}
 	three := func() error {
-		if raiseFiles(uint64(max(clientFiles(n)*patterns, edgeFiles(n))), "") == nil {
+		e := edgeFiles(perEdge(n, edges))
+		if raiseFiles(uint64(max(clientFiles(n)*patterns, e)), "") == nil {
 			return nil
 		}
-		return raiseFiles(uint64(max(clientFiles(n), edgeFiles(n))),
-			fmt.Sprintf("2 per concurrent request in the edge process, %d for %d; 1 in the client's and the backend's", edgeFiles(n), n))
+		if edges > 1 {
+			return raiseFiles(uint64(max(clientFiles(n), e)),
+				fmt.Sprintf("2 per concurrent request in each of %d edge processes, %d for %d; 1 in the client's and the backend's", edges, e, n))
+		}
+		return raiseFiles(uint64(max(clientFiles(n), e)),
+			fmt.Sprintf("2 per concurrent request in the edge process, %d for %d; 1 in the client's and the backend's", e, n))
 	}
 	switch flagValue {
 	case "never":
@@ -818,7 +873,7 @@ func chooseProcs(flagValue string, n, patterns int) (bool, error) {
 // table renders the report as a Markdown table.
 func (rep *Report) table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "budget %v ms, GOMAXPROCS %d, %d process(es), load %s → %s\n\n", rep.BudgetMs, rep.GOMAXPROCS, rep.Processes, rep.LoadBefore, rep.LoadAfter)
+	fmt.Fprintf(&b, "budget %v ms, GOMAXPROCS %d, %d process(es) (%d edge), load %s → %s\n\n", rep.BudgetMs, rep.GOMAXPROCS, rep.Processes, rep.Edges, rep.LoadBefore, rep.LoadAfter)
 	b.WriteString("| N | pattern | overshoot p50 | p99 | max | CPU ms/failure | allocs/failure | dials (edge) | dials (client) | goroutines peak | answers |\n")
 	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range rep.Results {

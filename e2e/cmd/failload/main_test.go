@@ -1,15 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/timebudget/budget"
 	"go.uber.org/goleak"
 )
 
@@ -174,6 +177,37 @@ func TestRunProcs(t *testing.T) {
 	}
 }
 
+// TestRunProcsTwoEdges: with -edges 2 the client's requests go to two edge
+// processes in turn, and the report sums over all four processes, with a
+// line for each edge.
+func TestRunProcsTwoEdges(t *testing.T) {
+	const n = 20
+	rep, err := run(config{ns: []int{n}, patterns: []string{"budget"}, rounds: 1, learn: 1, budget: 100 * time.Millisecond, procs: true, edges: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Processes != 4 || rep.Edges != 2 || !strings.Contains(rep.Description, "sums over the 4 processes") {
+		t.Fatalf("processes %d, edges %d, description %q; want 4, 2 and the sums over 4 said", rep.Processes, rep.Edges, rep.Description)
+	}
+	r := rep.Results[0]
+	if r.Failures != n || r.Answers["ok"] != 0 {
+		t.Errorf("%d failures (%v), want %d and none 200 OK", r.Failures, r.Answers, n)
+	}
+	var roles []string
+	for _, p := range r.PerProcess {
+		roles = append(roles, p.Role)
+		if p.CPUMsPerFailure <= 0 || p.GoroutinesPeak <= 0 {
+			t.Errorf("%s process: CPU %v ms, %d goroutines at peak: not measured (did it get requests?)", p.Role, p.CPUMsPerFailure, p.GoroutinesPeak)
+		}
+	}
+	if want := []string{"client", "backend", "edge 1", "edge 2"}; !slices.Equal(roles, want) {
+		t.Errorf("per-process lines %v, want %v", roles, want)
+	}
+	if _, err := run(config{ns: []int{n}, patterns: []string{"budget"}, rounds: 1, budget: 100 * time.Millisecond, edges: 2}); err == nil {
+		t.Error("two edges in one process were accepted")
+	}
+}
+
 func near(a, b float64) bool { return a-b < 1e-6 && b-a < 1e-6 }
 
 // TestChildFailing: a child that cannot start is an error naming its role
@@ -186,7 +220,7 @@ func TestChildFailing(t *testing.T) {
 	if msg := err.Error(); !strings.Contains(msg, "the edge process did not start") || !strings.Contains(msg, "unknown pattern") {
 		t.Errorf("the error says %q, which does not name the role and the cause", msg)
 	}
-	if _, err := chooseProcs("sometimes", 1, 1); err == nil {
+	if _, err := chooseProcs("sometimes", 1, 1, 1); err == nil {
 		t.Error("-procs sometimes was accepted")
 	}
 }
@@ -223,7 +257,7 @@ func TestOthersAreTraced(t *testing.T) {
 // edge's 203 dials in one run, with no connection closed).
 func TestWarmUpOpensAConnectionPerRequest(t *testing.T) {
 	const n = 20
-	r, err := newRig("budget", n, 100*time.Millisecond, false)
+	r, err := newRig("budget", n, 100*time.Millisecond, false, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,5 +282,20 @@ func TestWarmUpOpensAConnectionPerRequest(t *testing.T) {
 	}
 	if got, got2 := r.cdials.Load(), r.dials.Load(); got != n || got2 != n {
 		t.Errorf("the warm-up of %d requests opened %d connections to the edge and %d to the backend, want %d each", n, got, got2, n)
+	}
+}
+
+// TestARefusalToSendIsCounted: the budget Transport's refusal to send a
+// request with too little time left is counted as "refused", not as an
+// unexplained "other".
+func TestARefusalToSendIsCounted(t *testing.T) {
+	refusal := fmt.Errorf("Get %q: %w", "http://edge/", &budget.Error{Stage: "edge", Outcome: budget.OutcomeInsufficient})
+	if !tooLittleLeft(refusal) {
+		t.Errorf("%v is not counted as a refusal to send", refusal)
+	}
+	for _, err := range []error{nil, context.DeadlineExceeded, &budget.Error{Stage: "edge", Outcome: budget.OutcomeExpired}} {
+		if tooLittleLeft(err) {
+			t.Errorf("%v is counted as a refusal to send", err)
+		}
 	}
 }

@@ -68,6 +68,7 @@ type childMsg struct {
 // child is a running edge or backend process.
 type child struct {
 	role   string
+	name   string // in the report, when not the role: one of several edges
 	url    string
 	cmd    *exec.Cmd
 	in     io.WriteCloser
@@ -75,6 +76,21 @@ type child struct {
 	stderr *tailBuffer
 	done   chan struct{} // closed when the process has been waited for
 	err    error         // Wait's, once done
+}
+
+// label names the process in the report.
+func (c *child) label() string {
+	if c.name != "" {
+		return c.name
+	}
+	return c.role
+}
+
+// perEdge is how many of n concurrent requests each of edges edge
+// processes serves at most.
+func perEdge(n, edges int) int {
+	edges = max(edges, 1)
+	return (n + edges - 1) / edges
 }
 
 // started lists the children's process ids, for the tests to check that
