@@ -18,8 +18,9 @@
 // default) let the adaptive answer margins and the Transports' memory of
 // their hosts learn, as a running service's would; one round of N requests
 // that the backend holds until all N are there, then answers 20 ms later,
-// opens N connections at each hop. Then -rounds rounds of N hanging requests are measured, one
-// pattern's round after the other's, without warming again in between: a
+// opens N connections at each hop. Then -rounds rounds of N hanging
+// requests are measured, one pattern's round after the other's, without
+// warming again in between: a
 // connection a round closes is dialled again by the next. When the
 // open-file limit cannot hold both patterns' connections at once (or
 // -cpuprofile is set), each pattern is prepared and measured on its own,
@@ -55,6 +56,7 @@
 // Usage:
 //
 //	go run ./cmd/failload -n 1000,10000 -rounds 3 -procs always -json failload.json
+//	go run ./cmd/failload -n 10000 -rounds 3 -procs always -edges 2 -json failload10k.json
 package main
 
 import (
