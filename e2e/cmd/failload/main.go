@@ -20,11 +20,10 @@
 // that the backend holds until all N are there, then answers 20 ms later,
 // opens N connections at each hop. Then -rounds rounds of N hanging
 // requests are measured, one pattern's round after the other's, without
-// warming again in between: a
-// connection a round closes is dialled again by the next. When the
-// open-file limit cannot hold both patterns' connections at once (or
-// -cpuprofile is set), each pattern is prepared and measured on its own,
-// one after the other.
+// warming again in between: a connection a round closes is dialled again
+// by the next. When the open-file limit cannot hold both patterns'
+// connections at once (or -cpuprofile is set), each pattern is prepared and
+// measured on its own, one after the other.
 //
 // Over the measured rounds it reports: the client's overshoot (the time its
 // call took, less the budget; negative is an answer inside the budget) at
