@@ -70,6 +70,12 @@ var (
 //     a class given up, every item of a more critical class and those of
 //     its own due earlier. While deadline order serves every class in
 //     time, nothing is given up.
+//   - An item admitted is a promise: while the queue stands, Put refuses a
+//     new item with a deadline that would push items of its class or the
+//     more critical ones past their deadline, where deadline order would
+//     serve them all in time without it (it would give its own class up).
+//     A more critical item is still admitted, and the classes it pushes out
+//     are given up as above.
 //   - Parts of one request go together: once Get has handed out an item,
 //     it serves next the items of the same class due within a millisecond
 //     of it (the calls a [Gather] makes at once carry one deadline and one

@@ -207,7 +207,10 @@ func (q *Queue[T]) servedFrom(now time.Time, s time.Duration, due *time.Time, ri
 // would serve in time (see servedFrom), the items that can finish and are
 // due earlier, in its class and the more critical ones; for an item of a
 // class given up, every item of a more critical class and those of its own
-// due earlier.
+// due earlier. An item with a deadline whose class deadline order would
+// serve in time without it, and not with it, is expected to wait all its
+// time: Put refuses it rather than let it push the items admitted before
+// it past their deadline.
 func (q *Queue[T]) expectedByDeadline(c Criticality, due, now time.Time) time.Duration {
 	if q.gap == 0 {
 		return 0
@@ -229,6 +232,14 @@ func (q *Queue[T]) expectedByDeadline(c Criticality, due, now time.Time) time.Du
 	from := 0
 	if q.standing(now) {
 		from = q.servedFrom(now, s, &due, ring)
+		if ring < from && !due.IsZero() && q.servedFrom(now, s, nil, 0) <= ring {
+			// Deadline order serves in time every item of its class and
+			// the more critical ones held, and would not with it: it would
+			// push items admitted before it past their deadline, or be
+			// late itself. An item admitted is a promise: a later one of
+			// the same class or a less critical one does not break it.
+			return due.Sub(now)
+		}
 	}
 	givenUp := ring < from
 	ahead := 0

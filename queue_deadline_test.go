@@ -387,6 +387,40 @@ func standingWith(t *testing.T, c budget.Criticality, items ...string) *budget.Q
 	return q
 }
 
+// An item admitted to a standing queue is a promise that a later item of
+// its class, or of a less critical one, does not break: Put refuses a new
+// item that would push items admitted before it past their deadline, where
+// deadline order serves them all in time without it. A more critical item
+// is still admitted. (Before, Put looked only at the items due before the
+// new one: a default item due in 50 ms was admitted ahead of 18 default
+// items due in 185 ms, service about 10 ms, and the last of those would have
+// been served too late; on the overload harness's fan-out workload at 3
+// times capacity such items were mostly the remaining calls of requests
+// whose first call had run.)
+func TestQueueKeepsItsPromiseToTheItemsItAdmitted(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := standingWith(t, budget.DefaultCriticality)
+		held, c1 := budget.Start(context.Background(), 185*time.Millisecond)
+		defer c1()
+		for range 18 {
+			if err := q.Put(held, "held"); err != nil {
+				t.Fatalf("Put of the 18 items due in 185 ms: %v", err)
+			}
+		}
+		soon, c2 := budget.Start(context.Background(), 50*time.Millisecond)
+		defer c2()
+		if err := q.Put(soon, "soon"); !errors.Is(err, budget.ErrInsufficient) {
+			t.Fatalf("Put of a default item due in 50 ms, which would push the last of 18 held items due in 185 ms past its deadline: %v; want ErrInsufficient", err)
+		}
+		critical, c3 := budget.Start(budget.WithCriticality(context.Background(), budget.Critical), 50*time.Millisecond)
+		defer c3()
+		if err := q.Put(critical, "critical"); err != nil {
+			t.Fatalf("Put of a critical item due in 50 ms: %v; a more critical item goes first", err)
+		}
+	})
+}
+
 // A standing queue gives up the least critical classes first, and only as
 // many as it must: while deadline order serves every critical and default
 // item in time, it serves those by deadline and leaves only the sheddable
