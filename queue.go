@@ -137,8 +137,9 @@ var (
 // does not have to wait, and a waiting Get costs one channel. A
 // deadline-driven queue looks at every item it holds on each Put and Get
 // (8-14 µs for 1,000 items held), and while it stands checks, at most twice
-// on each Put and Get, which classes deadline order serves in time, and on
-// Get once more for the parts rule (17-23 µs a check at 1,000 items;
+// on each Put and Get, which classes deadline order serves in time, on Get
+// once more for the parts rule and on a Put whose class that would give up
+// once more for the promise above (16-23 µs a check at 1,000 items;
 // BenchmarkQueueDeadlineOrder).
 //
 // A consumer that runs CPU-bound items back to back in a process with few

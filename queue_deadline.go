@@ -232,12 +232,15 @@ func (q *Queue[T]) expectedByDeadline(c Criticality, due, now time.Time) time.Du
 	from := 0
 	if q.standing(now) {
 		from = q.servedFrom(now, s, &due, ring)
-		if ring < from && !due.IsZero() && q.servedFrom(now, s, nil, 0) <= ring {
+		if ring < from && !due.IsZero() && q.inTimeFrom(now, s, nil, ring) {
 			// Deadline order serves in time every item of its class and
 			// the more critical ones held, and would not with it: it would
 			// push items admitted before it past their deadline, or be
 			// late itself. An item admitted is a promise: a later one of
 			// the same class or a less critical one does not break it.
+			// (One check tells: fewer items never make it later, so were
+			// those rings not served in time, no set of rings with more
+			// would be either.)
 			return due.Sub(now)
 		}
 	}

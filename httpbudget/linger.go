@@ -5,7 +5,6 @@ import (
 	"github.com/timebudget/budget/edge"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -254,8 +253,7 @@ func newExchange(ctx context.Context, host *hostState, set bool, deadline time.T
 	x := &exchange{host: host, set: set, Context: ctx, deadline: deadline.Add(linger),
 		done: make(chan struct{}), got: make(chan struct{}, 1)}
 	x.funcs = x.slot[:0]
-	x.sent.trace.GotConn = func(httptrace.GotConnInfo) { x.sent.gotConn.Store(true) }
-	x.Context = httptrace.WithClientTrace(ctx, &x.sent.trace)
+	x.Context = x.sent.on(ctx)
 	return x
 }
 

@@ -75,8 +75,14 @@ func traced(out *http.Request) (*http.Request, *sendTrace) {
 		return out, nil
 	}
 	st := new(sendTrace)
+	return out.WithContext(st.on(out.Context())), st
+}
+
+// on returns ctx with st's trace, which notes when a connection is obtained
+// (and runs any trace ctx already carries).
+func (st *sendTrace) on(ctx context.Context) context.Context {
 	st.trace.GotConn = func(httptrace.GotConnInfo) { st.gotConn.Store(true) }
-	return out.WithContext(httptrace.WithClientTrace(out.Context(), &st.trace)), st
+	return httptrace.WithClientTrace(ctx, &st.trace)
 }
 
 // classify returns err marked with how far the request out got through

@@ -244,7 +244,7 @@ func run(cfg config) (*Report, error) {
 		rep.Processes, rep.Edges, rep.Description = 2+cfg.edges, cfg.edges, describeThree
 		if cfg.edges > 1 {
 			rep.Description = strings.NewReplacer("the three processes", fmt.Sprintf("the %d processes", rep.Processes),
-				"the three", "the", "the edge process's", "the edge processes'").Replace(describeThree)
+				"the edge process's", "the edge processes'").Replace(describeThree)
 		}
 	} else if cfg.edges > 1 {
 		return nil, fmt.Errorf("failload: %d edge processes need the edge and the backend in processes of their own", cfg.edges)
@@ -265,8 +265,7 @@ type rig struct {
 	pattern string
 	budget  time.Duration
 	client  *http.Client
-	edgeURL string
-	more    []string     // with more than one edge process, the others' URLs
+	edges   []string     // the edge's URLs, one per edge process
 	turn    atomic.Int64 // which edge the next call goes to
 	hang    atomic.Bool  // the backend hangs and the plain edge's timeout is the budget; otherwise it answers the warm-up
 	dials   atomic.Int64 // by the edge, toward the backend
@@ -327,11 +326,7 @@ func newRig(pattern string, n int, total time.Duration, procs bool, edges int) (
 				edge.name = fmt.Sprintf("edge %d", i+1)
 			}
 			r.kids = append(r.kids, edge)
-			if i == 0 {
-				r.edgeURL = edge.url
-			} else {
-				r.more = append(r.more, edge.url)
-			}
+			r.edges = append(r.edges, edge.url)
 		}
 	} else {
 		backendURL, err := r.serve(r.backendHandler())
@@ -339,10 +334,12 @@ func newRig(pattern string, n int, total time.Duration, procs bool, edges int) (
 			r.close()
 			return nil, err
 		}
-		if r.edgeURL, err = r.serve(r.edgeHandler(n, backendURL)); err != nil {
+		edgeURL, err := r.serve(r.edgeHandler(n, backendURL))
+		if err != nil {
 			r.close()
 			return nil, err
 		}
+		r.edges = []string{edgeURL}
 	}
 	toEdge := load.Pool(n)
 	cdial := toEdge.DialContext
@@ -506,11 +503,9 @@ func (r *rig) call(timeout time.Duration) (time.Duration, string) {
 		ctx, cancel = context.WithTimeout(context.Background(), timeout)
 	}
 	defer cancel()
-	url := r.edgeURL
-	if len(r.more) > 0 {
-		if i := r.turn.Add(1) % int64(len(r.more)+1); i > 0 {
-			url = r.more[i-1]
-		}
+	url := r.edges[0]
+	if len(r.edges) > 1 {
+		url = r.edges[r.turn.Add(1)%int64(len(r.edges))]
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	resp, err := r.client.Do(req)
@@ -850,12 +845,12 @@ func chooseProcs(flagValue string, n, patterns, edges int) (bool, error) {
 		if raiseFiles(uint64(max(clientFiles(n)*patterns, e)), "") == nil {
 			return nil
 		}
+		where := "the edge process"
 		if edges > 1 {
-			return raiseFiles(uint64(max(clientFiles(n), e)),
-				fmt.Sprintf("2 per concurrent request in each of %d edge processes, %d for %d; 1 in the client's and the backend's", edges, e, n))
+			where = fmt.Sprintf("each of %d edge processes", edges)
 		}
 		return raiseFiles(uint64(max(clientFiles(n), e)),
-			fmt.Sprintf("2 per concurrent request in the edge process, %d for %d; 1 in the client's and the backend's", e, n))
+			fmt.Sprintf("2 per concurrent request in %s, %d for %d; 1 in the client's and the backend's", where, e, n))
 	}
 	switch flagValue {
 	case "never":
