@@ -155,6 +155,10 @@ func checkWorkload(t *testing.T, rep overload.WorkloadReport, loads []float64, r
 			if n.Sent == 0 || n.InBudget < 0 || n.InBudget > 1 {
 				t.Errorf("%s at %vx: budget group %s: %+v", r.Variant, r.Load, g, n)
 			}
+			// Its p99 is of answers within the group's budget.
+			if b, err := time.ParseDuration(g); err != nil || n.P99Ms < 0 || n.P99Ms > float64(b)/float64(time.Millisecond) || (n.InBudget > 0) != (n.P99Ms > 0) {
+				t.Errorf("%s at %vx: budget group %s: p99 %v ms, want within the group's budget (and 0 only with none in budget)", r.Variant, r.Load, g, n.P99Ms)
+			}
 			sum += n.Sent
 		}
 		if sum != r.Sent || r.WastedCPUShare < 0 || r.WastedCPUShare > 1 {

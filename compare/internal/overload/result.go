@@ -64,6 +64,9 @@ type WorkloadReport struct {
 type Group struct {
 	Sent     int     `json:"sent"`
 	InBudget float64 `json:"in_budget"` // the share answered within their budget
+	// P99Ms is the 99th percentile latency of the group's answers within
+	// their budget.
+	P99Ms float64 `json:"p99_ms"`
 }
 
 // Result is what one variant did at one load.
@@ -85,9 +88,9 @@ type Result struct {
 	CriticalInBudget  float64 `json:"critical_in_budget"`
 	DefaultInBudget   float64 `json:"default_in_budget"`
 	SheddableInBudget float64 `json:"sheddable_in_budget"`
-	// ByBudget and ByClass are the share of each budget group's (named by
-	// the budget, "300ms") and each class's requests answered within
-	// their budget.
+	// ByBudget and ByClass are, for each budget group (named by the
+	// budget, "300ms") and each class, the requests sent, the share answered
+	// within their budget and the p99 latency of those answers.
 	ByBudget map[string]Group `json:"by_budget"`
 	ByClassG map[string]Group `json:"by_class"`
 	// WastedCPUShare is the backend work (units run) spent on requests not
@@ -136,6 +139,7 @@ func summarize(name string, load, capacity float64, measure time.Duration, sends
 		ByBudget: map[string]Group{}, ByClassG: map[string]Group{}}
 	byBudget := map[string][2]int{}
 	var lat []time.Duration
+	latOf := map[string][]time.Duration{} // by budget group and by class
 	var failedUnits, measuredUnits int64
 	missed := 0
 	for _, s := range sends {
@@ -152,6 +156,8 @@ func summarize(name string, load, capacity float64, measure time.Duration, sends
 			c[1]++
 			b[1]++
 			lat = append(lat, s.latency)
+			latOf["budget "+s.budget.String()] = append(latOf["budget "+s.budget.String()], s.latency)
+			latOf["class "+s.class] = append(latOf["class "+s.class], s.latency)
 		}
 		res.ByClass[s.class], byBudget[s.budget.String()] = c, b
 		parts := byID[s.id]
@@ -191,16 +197,16 @@ func summarize(name string, load, capacity float64, measure time.Duration, sends
 	if capacity > 0 {
 		res.GoodputOfCapacity = res.GoodputRPS / capacity
 	}
-	res.P99Ms = float64(quantile(lat, 0.99)) / float64(time.Millisecond)
+	res.P99Ms = ms(quantile(lat, 0.99))
 	res.AdmittedMissedDeadline = share(missed, res.Started)
 	res.CriticalInBudget = share(res.ByClass[classCritical][1], res.ByClass[classCritical][0])
 	res.DefaultInBudget = share(res.ByClass[classDefault][1], res.ByClass[classDefault][0])
 	res.SheddableInBudget = share(res.ByClass[classSheddable][1], res.ByClass[classSheddable][0])
 	for k, n := range res.ByClass {
-		res.ByClassG[k] = Group{Sent: n[0], InBudget: share(n[1], n[0])}
+		res.ByClassG[k] = Group{Sent: n[0], InBudget: share(n[1], n[0]), P99Ms: ms(quantile(latOf["class "+k], 0.99))}
 	}
 	for k, n := range byBudget {
-		res.ByBudget[k] = Group{Sent: n[0], InBudget: share(n[1], n[0])}
+		res.ByBudget[k] = Group{Sent: n[0], InBudget: share(n[1], n[0]), P99Ms: ms(quantile(latOf["budget "+k], 0.99))}
 	}
 	if allUnits > 0 {
 		res.CPUOnFailedS = cpu * float64(failedUnits) / float64(allUnits)
@@ -210,6 +216,9 @@ func summarize(name string, load, capacity float64, measure time.Duration, sends
 	}
 	return res
 }
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func share(n, of int) float64 {
 	if of == 0 {
