@@ -76,7 +76,8 @@ func (q *Queue[T]) unservableAny(now time.Time) (int, int, error) {
 // pick, and the items of more critical classes, served by deadline, can
 // wait one more hand-out; otherwise the oldest item while every item held
 // would finish in time even if served last; otherwise the earliest
-// deadline among the items that can still finish, of the classes a
+// deadline among the items that can still finish with the parts sent with
+// them (see partsFrom), of the classes a
 // standing queue keeps (see servedFrom), across classes while the queue is
 // not standing; when no item can finish, the one with the most time left.
 func (q *Queue[T]) pickByDeadline(now time.Time) (int, int) {
@@ -152,13 +153,19 @@ func (q *Queue[T]) pickFirst(now time.Time, s time.Duration) (int, int) {
 			return bi, bk
 		}
 		r := &q.items[i]
-		for k := range r.n {
-			e := r.at(k)
-			if !q.feasible(&e, now, s) {
-				continue
-			}
-			if key := q.key(&e); bi < 0 || key.Before(best) {
-				bi, bk, best = i, k, key
+		for k := 0; k < r.n; {
+			// A run of items sent at once, the parts of one request: it
+			// is begun only when all of them can finish, one after another.
+			parts := q.partsFrom(i, k)
+			need := s + time.Duration(min(parts, maxParts)-1)*q.gap
+			for end := k + parts; k < end; k++ {
+				e := r.at(k)
+				if !q.feasible(&e, now, need) {
+					continue
+				}
+				if key := q.key(&e); bi < 0 || key.Before(best) {
+					bi, bk, best = i, k, key
+				}
 			}
 		}
 	}
@@ -175,6 +182,31 @@ func (q *Queue[T]) pickFirst(now time.Time, s time.Duration) (int, int) {
 		}
 	}
 	return bi, bk
+}
+
+// maxParts is the most parts of one request pickFirst counts together:
+// the calls a fan-out sends at once are few, and a run of more items
+// sharing a deadline is more likely independent work, each worth serving
+// alone.
+const maxParts = 8
+
+// partsFrom returns how many items of class ring i, from the k-th on in
+// arrival order, share the k-th's deadline (within siblingSpread), the
+// k-th among them: the parts of one request, sent at once, as far as the
+// queue can tell.
+func (q *Queue[T]) partsFrom(i, k int) int {
+	r := &q.items[i]
+	due := r.buf[(r.head+k)%len(r.buf)].due
+	if due.IsZero() {
+		return 1
+	}
+	n := 1
+	for ; k+n < r.n; n++ {
+		if d := r.buf[(r.head+k+n)%len(r.buf)].due; d.IsZero() || d.Sub(due) > siblingSpread || due.Sub(d) > siblingSpread {
+			break
+		}
+	}
+	return n
 }
 
 // servedFrom returns the least critical class ring from which deadline

@@ -35,7 +35,10 @@ func queueOf(n int, now time.Time, from, spread time.Duration) *Queue[int] {
 // in time, beside the pass over every item the mode already made
 // (unservableAny), at 10, 100 and 1,000 items held. The items' times left
 // (20 ms plus 0.4 to 1.01 ms an item held) put nearly every one within reach of being
-// late, so the check ranks them all: its most expensive case.
+// late, so the check ranks them all: its most expensive case. Beside them,
+// the choice Get makes among the items (pick), and the same with every
+// item due at once (pick-one-deadline), where the parts of one request
+// are looked for among all of them.
 func BenchmarkQueueDeadlineOrder(b *testing.B) {
 	now := time.Now()
 	for _, n := range []int{10, 100, 1000} {
@@ -46,6 +49,31 @@ func BenchmarkQueueDeadlineOrder(b *testing.B) {
 			for b.Loop() {
 				if !q.inTimeFrom(now, s, nil, 0) {
 					b.Fatal("deadline order should serve every item in time")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("pick/%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if i, _ := q.pickFirst(now, s); i < 0 {
+					b.Fatal("no item picked")
+				}
+			}
+		})
+		// Every item sharing one deadline, in one class: one run of parts,
+		// counted once, not once an item.
+		one := queueOf(n, now, 0, 0)
+		for i := range one.items {
+			r := &one.items[i]
+			for k := range r.n {
+				r.buf[(r.head+k)%len(r.buf)].due = now.Add(time.Second)
+			}
+		}
+		b.Run(fmt.Sprintf("pick-one-deadline/%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if i, _ := one.pickFirst(now, s); i < 0 {
+					b.Fatal("no item picked")
 				}
 			}
 		})
